@@ -1,0 +1,129 @@
+"""The runs catalog and the lake's storage layout on an fsspec filesystem.
+
+Layout under the lake root (any fsspec URL; a local directory by default)::
+
+    perflake.json                  marker: format name and schema version
+    runs/part-<batch>.parquet      catalog rows of one ingest batch -- written LAST: the commit point
+    nodes/part-<batch>.parquet     rows of every run of that batch, sorted by run_id, node_id
+    edges/part-<batch>.parquet     sorted by run_id, parent_id, child_id
+    metrics/part-<batch>.parquet   sorted by run_id, node_id, rank, thread
+
+A batch is visible only once its ``runs/part-<batch>.parquet`` exists; that file is written under a
+temporary name and renamed, so a crash leaves either a complete batch or invisible leftovers.  Data files
+are found through the catalog (batch -> file name), never by globbing the data folders.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import secrets
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from perflake.catalogs.schema import DATA_TABLES, MARKER, RUNS, RUNS_SCHEMA, SCHEMA_VERSION
+from perflake.errors import LakeError
+
+ROW_GROUP_ROWS = 131_072
+
+
+def new_batch_id() -> str:
+    """Sortable and unique: UTC time to the microsecond plus 32 random bits."""
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f") + "-" + secrets.token_hex(4)
+
+
+class Catalog:
+    """Storage of one lake: where files go, and the runs table."""
+
+    def __init__(self, root: str, *, create: bool = False, storage_options: dict | None = None):
+        self.url = str(root)
+        self.fs, self.root = fsspec.core.url_to_fs(self.url, **(storage_options or {}))
+        self.root = self.root.rstrip("/")
+        self.local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
+        marker = f"{self.root}/{MARKER}"
+        if self.fs.exists(marker):
+            self._check_marker(marker)
+        elif create:
+            if self.fs.exists(self.root) and self.fs.ls(self.root) and not self.fs.exists(f"{self.root}/{RUNS}"):
+                raise LakeError(f"{self.url}: exists and is not empty, but is not a perflake lake")
+            self.fs.makedirs(self.root, exist_ok=True)
+            for table in (RUNS, *DATA_TABLES):
+                self.fs.makedirs(f"{self.root}/{table}", exist_ok=True)
+            info = {"format": "perflake-lake", "schema_version": SCHEMA_VERSION, "created_at": dt.datetime.now(dt.timezone.utc).isoformat()}
+            self._atomic_write(marker, json.dumps(info, indent=1).encode())
+        else:
+            raise LakeError(f"{self.url}: not a perflake lake (create one with: perflake ingest PATH --lake {self.url})")
+
+    def _check_marker(self, marker: str) -> None:
+        try:
+            info = json.loads(self.fs.cat_file(marker))
+        except (ValueError, OSError) as exc:
+            raise LakeError(f"{marker}: unreadable lake marker ({exc})") from None
+        version = info.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise LakeError(
+                f"{marker}: lake schema version {version}, this perflake reads version {SCHEMA_VERSION}; "
+                "ingest the inputs again into a new lake"
+            )
+
+    # -- paths ---------------------------------------------------------------------------------------------
+    def path(self, table: str, batch: str) -> str:
+        return f"{self.root}/{table}/part-{batch}.parquet"
+
+    def duck_path(self, path: str) -> str:
+        """The path as DuckDB must see it (a URL for non-local filesystems registered with DuckDB)."""
+        if self.local:
+            return path
+        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        return f"{protocol}://{path}"
+
+    # -- writing -------------------------------------------------------------------------------------------
+    def _atomic_write(self, path: str, data: bytes) -> None:
+        tmp = path.rsplit("/", 1)
+        tmp = f"{tmp[0]}/.{tmp[1]}.{secrets.token_hex(4)}.tmp"
+        with self.fs.open(tmp, "wb") as fh:
+            fh.write(data)
+        self.fs.mv(tmp, path)
+
+    def write_table(self, table_name: str, batch: str, table: pa.Table) -> str:
+        path = self.path(table_name, batch)
+        with self.fs.open(path, "wb") as fh:
+            pq.write_table(table, fh, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+        return path
+
+    def commit(self, batch: str, runs: pa.Table) -> None:
+        """Make a batch visible: write its catalog rows atomically.  Nothing before this is visible."""
+        buf = io.BytesIO()
+        pq.write_table(runs.cast(RUNS_SCHEMA), buf, compression="zstd")
+        self._atomic_write(self.path(RUNS, batch), buf.getvalue())
+
+    def discard(self, batch: str) -> None:
+        """Remove the data files of a batch that will not be committed (best effort)."""
+        for table in DATA_TABLES:
+            try:
+                self.fs.rm(self.path(table, batch))
+            except (FileNotFoundError, OSError):
+                pass
+
+    # -- reading -------------------------------------------------------------------------------------------
+    def batches(self) -> list[str]:
+        """Committed batches, oldest first."""
+        names = self.fs.glob(f"{self.root}/{RUNS}/part-*.parquet")
+        return sorted(n.rsplit("/part-", 1)[1][: -len(".parquet")] for n in names)
+
+    def runs(self) -> pa.Table:
+        """The whole runs catalog (one row per run)."""
+        tables = []
+        for batch in self.batches():
+            with self.fs.open(self.path(RUNS, batch), "rb") as fh:
+                tables.append(pq.read_table(fh))
+        if not tables:
+            return RUNS_SCHEMA.empty_table()
+        return pa.concat_tables(tables, promote_options="permissive")
+
+    def files(self, table: str, batches) -> list[str]:
+        """The data files of ``table`` for the given batches, as DuckDB paths."""
+        return [self.duck_path(self.path(table, b)) for b in sorted(set(batches))]

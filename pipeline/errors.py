@@ -1,0 +1,37 @@
+"""Every error perflake raises on purpose lives here.
+
+A user error (bad input, unknown run, malformed query) is a :class:`PerflakeError`; its message is one line
+that names the file or object and says what is wrong.  The CLI prints that line and exits non-zero; only
+``--debug`` shows a traceback.  Anything else escaping is a bug in perflake.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class PerflakeError(Exception):
+    """Base class of all user-facing perflake errors (one-line message)."""
+
+
+class ReaderError(PerflakeError):
+    """A profile could not be read: ``<path>: <what is wrong>``."""
+
+    def __init__(self, path: str | os.PathLike, problem: str):
+        self.path = os.fspath(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class FormatNotRecognized(ReaderError):
+    """No reader recognises the input."""
+
+
+class LakeError(PerflakeError):
+    """The lake is missing, unreadable, of another schema version, or the request names something absent."""
+
+
+class UnknownRun(LakeError):
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+        super().__init__(f"no run {run_id!r} in the lake (list them with: perflake runs)")

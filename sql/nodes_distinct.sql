@@ -1,0 +1,21 @@
+-- name: nodes_distinct
+-- purpose: one row per call-path id (local nodes with identical call paths merge)
+-- params: none
+-- input: local_nodes (output of normalize_nodes)
+-- output: node_id, parent_id, depth, name, type, file, line, end_line, module; sorted by node_id
+with final as (
+    select
+        node_id,
+        any_value(parent_id) as parent_id,
+        any_value(depth) as depth,
+        any_value(name) as name,
+        any_value(type) as type,
+        any_value(file) as file,
+        any_value(line) as line,
+        min(end_line) as end_line,
+        any_value(module) as module
+    from local_nodes
+    group by node_id
+)
+
+select * from final order by node_id
