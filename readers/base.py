@@ -92,5 +92,9 @@ class Reader(Protocol):
     def sniff(path: str) -> bool:
         """True when ``path`` (file or directory) is in this reader's format (cheap test)."""
 
+    @staticmethod
+    def files(path: str) -> list[str]:
+        """Every input file the run at ``path`` consists of (the run id is the hash of their bytes)."""
+
     def read(self, path: str) -> ProfileRows:
         """Parse ``path``; raise :class:`perflake.errors.ReaderError` naming the file on bad input."""

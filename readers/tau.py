@@ -244,6 +244,11 @@ class Reader:
             return False
         return False
 
+    @staticmethod
+    def files(path: str) -> list[str]:
+        """The input files this reader consumes for the run at ``path`` (what the run id hashes)."""
+        return sorted(f for _, folder in _metric_folders(path) for f in _profile_files(folder).values())
+
     def read(self, path: str) -> ProfileRows:
         path = os.fspath(path)
         if not os.path.isdir(path):

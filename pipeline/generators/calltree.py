@@ -176,7 +176,9 @@ def make_tree(n_nodes: int, *, seed: int) -> CallTree:
         kid_names += [set()]
         kid_names[0].update(FRAME_NAMES)
     for i in range(len(names), n_nodes - framed):
-        if picker.uniform() < 0.3 and depth[last_inner] < cap:
+        if i < 6:  # a few top-level phases (setup, time loop, output ...)
+            p = 0
+        elif picker.uniform() < 0.3 and depth[last_inner] < cap:
             p = last_inner
         else:
             p = tickets[int(picker.uniform() * len(tickets))]

@@ -1,0 +1,202 @@
+"""detect -> hash -> read -> normalize -> write Parquet -> commit the catalog rows (the commit point).
+
+Idempotent: a run's id is the hash of its input files' bytes, so the same bytes ingested again (from any
+path) are skipped.  Atomic: rows are written per batch and become visible only when the batch's catalog
+file is committed; on any failure while writing, the batch's files are removed and nothing is visible.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from perflake import __version__
+from perflake.catalogs.catalog import Catalog, new_batch_id
+from perflake.catalogs.schema import RUNS_SCHEMA, SCHEMA_VERSION
+from perflake.catalogs.well_known import promote
+from perflake.errors import FormatNotRecognized, PerflakeError, ReaderError
+from perflake.normalize import Normalized, normalize
+from perflake.readers import detect, get_reader
+from perflake.readers.base import EXCLUSIVE, INCLUSIVE
+
+BATCH_ROWS = 4_000_000  # metric rows buffered before a batch is written
+
+
+@dataclass
+class IngestReport:
+    ingested: list[str] = field(default_factory=list)  # run ids
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (source, run id already present)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (source, one-line reason)
+
+    def summary(self) -> str:
+        return f"ingested {len(self.ingested)} runs, skipped {len(self.skipped)} already present, {len(self.failed)} failed"
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def find_runs(paths) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Expand paths into (format, path) runs; a directory that is not itself a run is walked.
+
+    Returns (runs, problems) where problems are (path, reason) for explicit paths that hold no profile.
+    """
+    runs, problems = [], []
+    for p in paths:
+        p = os.fspath(p)
+        if not os.path.exists(p):
+            problems.append((p, "no such file or directory"))
+            continue
+        kind = detect(p)
+        if kind:
+            runs.append((kind, p))
+            continue
+        found = []
+        if os.path.isdir(p):
+            for top, dirs, files in os.walk(p):
+                dirs.sort()
+                if top != p and (kind := detect(top)):
+                    found.append((kind, top))
+                    dirs[:] = []
+                    continue
+                for f in sorted(files):
+                    fp = os.path.join(top, f)
+                    if (kind := detect(fp)):
+                        found.append((kind, fp))
+        if not found:
+            problems.append((p, "not a profile perflake can read, and no profiles found inside"))
+        runs += found
+    return runs, problems
+
+
+def content_hash(files: list[str], base: str) -> tuple[str, int]:
+    """sha256 over (relative path, size, bytes) of every input file, in sorted order; and the total bytes."""
+    h = hashlib.sha256()
+    total = 0
+    for f in sorted(files):
+        rel = os.path.relpath(f, base) if os.path.isdir(base) else os.path.basename(f)
+        with open(f, "rb") as fh:
+            data = fh.read()
+        h.update(rel.encode() + b"\0" + str(len(data)).encode() + b"\0")
+        h.update(data)
+        total += len(data)
+    return h.hexdigest(), total
+
+
+def _run_row(run_id, sha, batch, source, kind, reader, n: Normalized, metadata, n_files, nbytes) -> dict:
+    return {
+        "run_id": run_id,
+        "content_sha256": sha,
+        "batch": batch,
+        "source": os.path.abspath(source),
+        "format": kind,
+        "reader_version": reader.version,
+        "schema_version": SCHEMA_VERSION,
+        "perflake_version": __version__,
+        "n_files": n_files,
+        "input_bytes": nbytes,
+        "ranks": n.ranks,
+        "threads": n.threads,
+        "n_nodes": n.nodes.num_rows,
+        "metrics": [{"name": m.name, "role": m.role, "unit": m.unit} for m in n.metric_info],
+        "exc_metrics": [m.name for m in n.metric_info if m.role == EXCLUSIVE],
+        "inc_metrics": [m.name for m in n.metric_info if m.role == INCLUSIVE],
+        **promote(metadata, n.ranks),
+        "metadata": json.dumps(metadata, default=str, sort_keys=True),
+        "ingested_at": dt.datetime.now(dt.timezone.utc),
+    }
+
+
+class _Batch:
+    def __init__(self):
+        self.id = new_batch_id()
+        self.tables: dict[str, list[pa.Table]] = {"nodes": [], "edges": [], "metrics": []}
+        self.rows: list[dict] = []
+        self.n_metric_rows = 0
+
+    def add(self, run_id: str, n: Normalized, row: dict) -> None:
+        for name, table in (("nodes", n.nodes), ("edges", n.edges), ("metrics", n.metrics)):
+            col = pa.array([run_id] * table.num_rows, pa.string()).dictionary_encode()
+            self.tables[name].append(table.add_column(0, "run_id", col.cast(pa.string())))
+        self.rows.append(row)
+        self.n_metric_rows += n.metrics.num_rows
+
+    def write(self, catalog: Catalog) -> None:
+        order = sorted(range(len(self.rows)), key=lambda i: self.rows[i]["run_id"])
+        try:
+            for name, tables in self.tables.items():
+                table = pa.concat_tables([tables[i] for i in order], promote_options="permissive")
+                catalog.write_table(name, self.id, table)
+            catalog.commit(self.id, pa.Table.from_pylist([self.rows[i] for i in order], schema=RUNS_SCHEMA))
+        except BaseException:
+            catalog.discard(self.id)
+            raise
+
+
+class _Progress:
+    """A one-line progress bar on a terminal (stderr); silent otherwise."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.done, self.enabled = total, 0, enabled and total > 1 and sys.stderr.isatty()
+        self.t0 = time.monotonic()
+
+    def step(self, label: str) -> None:
+        self.done += 1
+        if self.enabled:
+            width = 30
+            filled = int(width * self.done / self.total)
+            rate = self.done / max(time.monotonic() - self.t0, 1e-9)
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {rate:.1f} runs/s {label[-40:]:<40}")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def ingest(catalog: Catalog, paths, *, progress: bool = True) -> IngestReport:
+    """Ingest every run found under ``paths`` into the lake of ``catalog``."""
+    report = IngestReport()
+    runs, problems = find_runs(paths)
+    report.failed += problems
+    known = {sha: rid for sha, rid in zip(
+        catalog.runs().column("content_sha256").to_pylist(), catalog.runs().column("run_id").to_pylist()
+    )}
+    batch = _Batch()
+    bar = _Progress(len(runs), progress)
+    for kind, path in runs:
+        bar.step(path)
+        try:
+            reader = get_reader(kind)
+            files = reader.files(path)
+            sha, nbytes = content_hash(files, path)
+            if sha in known:
+                report.skipped.append((path, known[sha]))
+                continue
+            rows = reader.read(path)
+            n = normalize(rows)
+        except PerflakeError as exc:
+            report.failed.append((path, str(exc) if isinstance(exc, (ReaderError, FormatNotRecognized)) else f"{path}: {exc}"))
+            continue
+        except (OSError, ValueError, UnicodeError, MemoryError) as exc:
+            report.failed.append((path, f"{path}: {type(exc).__name__}: {exc}"))
+            continue
+        run_id = sha[:16]
+        known[sha] = run_id
+        batch.add(run_id, n, _run_row(run_id, sha, batch.id, path, kind, reader, n, rows.metadata, len(files), nbytes))
+        if batch.n_metric_rows >= BATCH_ROWS:
+            batch.write(catalog)
+            report.ingested += [r["run_id"] for r in batch.rows]
+            batch = _Batch()
+    bar.close()
+    if batch.rows:
+        batch.write(catalog)
+        report.ingested += [r["run_id"] for r in batch.rows]
+    return report

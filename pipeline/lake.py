@@ -1,0 +1,111 @@
+"""Lake: the user's handle on a lake root (any fsspec URL).  Thin: storage is in ``catalogs``, ingest in
+``perflake.ingest``, every query in ``sql/``."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+from perflake import sqlfiles
+from perflake.catalogs.catalog import Catalog
+from perflake.catalogs.schema import DATA_TABLES
+from perflake.errors import LakeError, UnknownRun
+from perflake.graphframe import GraphFrame
+from perflake.ingest import IngestReport, ingest
+from perflake.readers.base import Metric
+
+_EMPTY = {
+    "nodes": pa.schema([("run_id", pa.string()), ("node_id", pa.uint64()), ("parent_id", pa.uint64()),
+                        ("depth", pa.int32()), ("name", pa.string()), ("type", pa.string()), ("file", pa.string()),
+                        ("line", pa.int64()), ("end_line", pa.int64()), ("module", pa.string())]),
+    "edges": pa.schema([("run_id", pa.string()), ("parent_id", pa.uint64()), ("child_id", pa.uint64())]),
+    "metrics": pa.schema([("run_id", pa.string()), ("node_id", pa.uint64()), ("rank", pa.int32()), ("thread", pa.int32())]),
+}
+
+
+class Lake:
+    """A perflake lake at ``root`` (created on first ingest).
+
+    >>> lake = Lake("./lake"); lake.ingest(["profiles/"]); lake.sql("select run_id, ranks from runs")
+    """
+
+    def __init__(self, root: str | os.PathLike, *, storage_options: dict | None = None):
+        self.root = os.fspath(root)
+        self._storage_options = storage_options
+        self._catalog: Catalog | None = None
+
+    def catalog(self, *, create: bool = False) -> Catalog:
+        if self._catalog is None:
+            self._catalog = Catalog(self.root, create=create, storage_options=self._storage_options)
+        return self._catalog
+
+    # -- writing -------------------------------------------------------------------------------------------
+    def ingest(self, paths, *, progress: bool = False) -> IngestReport:
+        """Ingest every profile found under ``paths``; already-present runs (same bytes) are skipped."""
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        return ingest(self.catalog(create=True), list(paths), progress=progress)
+
+    # -- reading -------------------------------------------------------------------------------------------
+    def runs(self) -> pd.DataFrame:
+        """The runs catalog as a DataFrame (one row per run)."""
+        return self.catalog().runs().to_pandas()
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """A fresh DuckDB connection with the views ``runs``, ``nodes``, ``edges``, ``metrics``."""
+        cat = self.catalog()
+        con = duckdb.connect()
+        if not cat.local:
+            con.register_filesystem(cat.fs)
+        runs = cat.runs()
+        con.register("runs", runs)
+        batches = runs.column("batch").to_pylist()
+        for table in DATA_TABLES:
+            if batches:
+                con.execute("set variable perflake_files = $files", {"files": cat.files(table, batches)}).fetchall()
+                con.execute(sqlfiles.load(f"views/{table}")).fetchall()
+            else:
+                con.register(table, _EMPTY[table].empty_table())
+        return con
+
+    def sql(self, query: str, params: dict | list | None = None) -> pd.DataFrame:
+        """Run DuckDB SQL over the lake's views and return a DataFrame (values bound through ``params``)."""
+        con = self.connect()
+        try:
+            return con.sql(query, params=params).df()
+        except duckdb.Error as exc:
+            raise LakeError(f"SQL error: {str(exc).splitlines()[0]}") from None
+        finally:
+            con.close()
+
+    def resolve(self, run: str) -> dict:
+        """The catalog row of ``run`` (a run id or a unique prefix of one)."""
+        runs = self.catalog().runs().to_pylist()
+        hits = [r for r in runs if r["run_id"] == run] or [r for r in runs if r["run_id"].startswith(run)]
+        if len(hits) != 1:
+            if len(hits) > 1:
+                raise LakeError(f"run id prefix {run!r} is ambiguous: {', '.join(r['run_id'] for r in hits[:5])}")
+            raise UnknownRun(run)
+        return hits[0]
+
+    def graphframe(self, run: str) -> GraphFrame:
+        """The run as a Hatchet-style GraphFrame."""
+        row = self.resolve(run)
+        cat = self.catalog()
+        con = duckdb.connect()
+        try:
+            if not cat.local:
+                con.register_filesystem(cat.fs)
+            metrics = [Metric(m["name"], m["role"], m["unit"]) for m in row["metrics"]]
+            params = {"files": cat.files("nodes", [row["batch"]]), "run_id": row["run_id"]}
+            nodes = sqlfiles.relation(con, "run_nodes", **params).to_arrow_table()
+            params = {"files": cat.files("metrics", [row["batch"]]), "run_id": row["run_id"],
+                      "metrics": [m.name for m in metrics]}
+            values = sqlfiles.relation(con, "run_metrics", **params).to_arrow_table()
+        finally:
+            con.close()
+        return GraphFrame.from_tables(nodes, values, metrics, json.loads(row["metadata"] or "{}"))

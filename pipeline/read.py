@@ -1,0 +1,21 @@
+"""Read a profile straight into a GraphFrame, without a lake (same reader + SQL path as ingest)."""
+
+from __future__ import annotations
+
+import os
+
+from perflake import readers
+from perflake.graphframe import GraphFrame
+from perflake.normalize import normalize
+
+
+def read(path: str | os.PathLike, kind: str | None = None) -> GraphFrame:
+    """Read ``path`` (format sniffed unless ``kind`` is given) and return a GraphFrame."""
+    rows = readers.read(path, kind)
+    n = normalize(rows)
+    return GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata)
+
+
+def read_tau(path: str | os.PathLike) -> GraphFrame:
+    """Read a TAU profile directory (``profile.N.C.T`` files, ``MULTI__*`` folders)."""
+    return read(path, "tau")
