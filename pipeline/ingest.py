@@ -52,7 +52,7 @@ def find_runs(paths) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     for p in paths:
         p = os.fspath(p)
         if not os.path.exists(p):
-            problems.append((p, "no such file or directory"))
+            problems.append((p, f"{p}: no such file or directory"))
             continue
         kind = detect(p)
         if kind:
@@ -71,7 +71,7 @@ def find_runs(paths) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
                     if (kind := detect(fp)):
                         found.append((kind, fp))
         if not found:
-            problems.append((p, "not a profile perflake can read, and no profiles found inside"))
+            problems.append((p, f"{p}: not a profile perflake can read, and no profiles found inside"))
         runs += found
     return runs, problems
 

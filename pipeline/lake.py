@@ -109,3 +109,15 @@ class Lake:
         finally:
             con.close()
         return GraphFrame.from_tables(nodes, values, metrics, json.loads(row["metadata"] or "{}"))
+
+    def imbalance(self, runs=None, *, metric: str = "time", top: int | None = None) -> pd.DataFrame:
+        """Per-rank load imbalance per call path (see :func:`perflake.analysis.imbalance`)."""
+        from perflake.analysis import imbalance
+
+        return imbalance(self, runs, metric=metric, top=top)
+
+    def compare(self, run_a: str, run_b: str, *, metric: str = "time") -> pd.DataFrame:
+        """Two runs side by side per call path (see :func:`perflake.analysis.compare`)."""
+        from perflake.analysis import compare
+
+        return compare(self, run_a, run_b, metric=metric)

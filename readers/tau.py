@@ -17,12 +17,14 @@ Format reference: ``shared/docs/formats.md`` section 5.  What this reader does:
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from html import unescape
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv as pacsv
 
 from perflake.errors import ReaderError
 from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
@@ -172,7 +174,7 @@ class _TreeBuilder:
         self.ids: dict[tuple[str, ...], int] = {}
         self.parent: list[int] = []
         self.leaf: list[str] = []
-        self._raw: dict[str, int] = {}
+        self._raw: dict[tuple[str, bool], int] = {}
 
     def node(self, path: tuple[str, ...]) -> int:
         nid = self.ids.get(path)
@@ -185,7 +187,7 @@ class _TreeBuilder:
         return nid
 
     def for_name(self, raw: str, root: str, callpath_mode: bool) -> int:
-        nid = self._raw.get(raw)
+        nid = self._raw.get((raw, callpath_mode))
         if nid is None:
             if not callpath_mode:
                 path = (root,) if raw.strip() == root else (root, raw.strip())
@@ -193,7 +195,7 @@ class _TreeBuilder:
                 path = tuple(f.strip() for f in raw.split(_SEP))
                 if path[0] != root:
                     path = (root,) + path
-            nid = self._raw[raw] = self.node(path)
+            nid = self._raw[(raw, callpath_mode)] = self.node(path)
         return nid
 
     def frames(self) -> pa.Table:
@@ -253,76 +255,51 @@ class Reader:
         path = os.fspath(path)
         if not os.path.isdir(path):
             raise ReaderError(path, "a TAU profile is a directory of profile.N.C.T files")
-        folders = _metric_folders(path)
-        file_sets = [(metric, folder, _profile_files(folder)) for metric, folder in folders]
-        first_metric, first_folder, files = file_sets[0]
+        file_sets = [(metric, folder, _profile_files(folder)) for metric, folder in _metric_folders(path)]
+        files = file_sets[0][2]
         if not files:
             raise ReaderError(path, "no profile.N.C.T files found")
-        for metric, folder, other in file_sets[1:]:
+        for _metric, folder, other in file_sets[1:]:
             if other.keys() != files.keys():
                 missing = sorted(set(files) ^ set(other))[0]
                 raise ReaderError(folder, "profile.%d.%d.%d is in one MULTI__ folder but not in another" % missing)
-        locations = _locations(files)
         keys = sorted(files)
+        locations = _locations(files)
         builder = _TreeBuilder()
-        columns: dict[str, list[np.ndarray]] = {}
         metrics: list[Metric] = []
+        columns: dict[str, np.ndarray] = {}
         metadata: dict = {}
-        local_ids: list[np.ndarray] = []
-        ranks: list[np.ndarray] = []
-        threads: list[np.ndarray] = []
-        root: str | None = None
-        for fi, (metric_dir, folder, fset) in enumerate(file_sets):
-            exc_name = inc_name = None
-            for key in keys:
-                fpath = fset[key]
-                entries = _parse_file(fpath, want_metadata=(fi == 0 and key == keys[0]))
-                if not entries.names:
-                    raise ReaderError(fpath, "no function entries")
-                if exc_name is None:
-                    metric = entries.metric or metric_dir or "TIME"
-                    exc_name = _TIME_METRICS.get(metric, metric)
-                    inc_name = f"{exc_name} (inc)"
-                    if fi == 0:
-                        metadata = entries.metadata
-                    unit = "usec" if metric in _TIME_METRICS else None
-                    metrics += [Metric(exc_name, EXCLUSIVE, unit, inc_name), Metric(inc_name, INCLUSIVE, unit, exc_name)]
-                this_root = entries.names[0].strip()
-                if root is None:
-                    root = this_root
-                elif this_root != root:
-                    raise ReaderError(fpath, f"first entry is {this_root!r}, other profiles start with {root!r}")
-                callpath_mode = any("=>" in n for n in entries.names)
-                names = entries.names
-                keep = [i for i, n in enumerate(names) if i == 0 or not callpath_mode or "=>" in n]
-                sel = np.asarray(keep, dtype=np.int64)
-                ids_arr = np.fromiter((builder.for_name(names[i], root, callpath_mode) for i in keep), np.int32, len(keep))
-                if fi == 0:
-                    rank, thread = locations[key]
-                    local_ids.append(ids_arr)
-                    ranks.append(np.full(len(sel), rank, dtype=np.int32))
-                    threads.append(np.full(len(sel), thread, dtype=np.int32))
-                    columns.setdefault("Calls", []).append(_floats(fpath, entries.calls, "Calls")[sel])
-                    columns.setdefault("Subrs", []).append(_floats(fpath, entries.subrs, "Subrs")[sel])
-                elif not np.array_equal(ids_arr, local_ids[keys.index(key)]):
-                    raise ReaderError(fpath, "function entries differ from the first metric folder's")
-                columns.setdefault(exc_name, []).append(_floats(fpath, entries.excl, "Excl")[sel])
-                columns.setdefault(inc_name, []).append(_floats(fpath, entries.incl, "Incl")[sel])
+        first_ids = None
+        for fi, (metric_dir, _folder, fset) in enumerate(file_sets):
+            paths = [fset[k] for k in keys]
+            metric, meta, table, counts = _parse_folder(paths)
+            metric = metric or metric_dir or "TIME"
+            exc_name = _TIME_METRICS.get(metric, metric)
+            inc_name = f"{exc_name} (inc)"
+            unit = "usec" if metric in _TIME_METRICS else None
+            metrics += [Metric(exc_name, EXCLUSIVE, unit, inc_name), Metric(inc_name, INCLUSIVE, unit, exc_name)]
+            keep, ids = _node_ids(builder, paths, table.column("name"), counts)
+            if fi == 0:
+                metadata, first_ids, first_counts = meta, ids, counts
+                rows_per_file = np.add.reduceat(keep, np.r_[0, np.cumsum(counts)[:-1]]) if len(counts) else counts
+                loc = np.asarray([locations[k] for k in keys], dtype=np.int32).reshape(-1, 2)
+                columns["rank"] = np.repeat(loc[:, 0], rows_per_file)
+                columns["thread"] = np.repeat(loc[:, 1], rows_per_file)
+                columns["Calls"] = table.column("calls").to_numpy()[keep]
+                columns["Subrs"] = table.column("subrs").to_numpy()[keep]
+            elif not (np.array_equal(counts, first_counts) and np.array_equal(ids, first_ids)):
+                raise ReaderError(_folder, "function entries differ from the first metric folder's")
+            columns[exc_name] = table.column("excl").to_numpy()[keep]
+            columns[inc_name] = table.column("incl").to_numpy()[keep]
         metrics += [Metric("Calls", OTHER, "count"), Metric("Subrs", OTHER, "count")]
-        values = {
-            "local_id": pa.array(np.concatenate(local_ids)),
-            "rank": pa.array(np.concatenate(ranks)),
-            "thread": pa.array(np.concatenate(threads)),
-        }
+        values = {"local_id": pa.array(first_ids), "rank": pa.array(columns["rank"]), "thread": pa.array(columns["thread"])}
         for m in metrics:
-            values[m.name] = pa.array(np.concatenate(columns[m.name]))
-        metadata = dict(metadata)
-        metadata["tau.locations"] = [
-            {"node": n, "context": c, "thread": t, "rank": locations[(n, c, t)][0], "perflake_thread": locations[(n, c, t)][1]}
-            for n, c, t in keys
-        ] if any(c for _, c, _ in keys) else None
-        if metadata["tau.locations"] is None:
-            del metadata["tau.locations"]
+            values[m.name] = pa.array(columns[m.name].astype(np.float64, copy=False))
+        if any(c for _, c, _ in keys):
+            metadata["tau.locations"] = [
+                {"node": n, "context": c, "thread": t, "rank": locations[(n, c, t)][0], "perflake_thread": locations[(n, c, t)][1]}
+                for n, c, t in keys
+            ]
         return ProfileRows(
             format=self.kind,
             source=path,
@@ -332,3 +309,131 @@ class Reader:
             metadata=metadata,
             reader_version=self.version,
         )
+
+
+_CSV_NAMES = ["name", "calls", "subrs", "excl", "incl", "profilecalls", "group", "trailing"]
+_CSV_TYPES = {"name": pa.string(), "calls": pa.float64(), "subrs": pa.float64(), "excl": pa.float64(), "incl": pa.float64()}
+
+
+def _body(path: str, data: bytes, want_metadata: bool):
+    """(metric, metadata, count, entry lines as a memoryview) of one file, or None when it needs the careful parser."""
+    end1 = data.find(b"\n")
+    end2 = data.find(b"\n", end1 + 1)
+    m = _HEADER_RE.match(data[: max(end1, 0)])
+    if not m or end2 < 0 or data[end1 + 1 : end1 + 2] != b"#":
+        return None
+    count = int(m.group(1))
+    stop = data.find(b"\n0 aggregates", end2)  # the trailing section TAU always writes
+    if stop < 0 or count == 0:
+        return None
+    body = memoryview(data)[end2 + 1 : stop]
+    if data.count(b"\n", end2 + 1, stop) + 1 != count:
+        return None
+    metric = m.group(2).decode("latin-1") if m.group(2) else None
+    meta = {}
+    if want_metadata:
+        text = data[end1 + 1 : end2].decode("utf-8", errors="replace")
+        meta = {unescape(k): _typed(unescape(v)) for k, v in _ATTR_RE.findall(text)}
+        if isinstance(meta.get("Metric Name"), str):
+            metric = meta["Metric Name"]
+    return metric, meta, count, body
+
+
+class _Chain(io.RawIOBase):
+    """The entry lines of many files as one stream, newline-separated, without concatenating them."""
+
+    def __init__(self, parts):
+        self.parts, self.i, self.pos = list(parts), 0, 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buf):
+        while self.i < len(self.parts):
+            part = self.parts[self.i]
+            if self.pos < len(part):
+                n = min(len(buf), len(part) - self.pos)
+                buf[:n] = part[self.pos : self.pos + n]
+                self.pos += n
+                return n
+            self.i, self.pos = self.i + 1, 0
+            if self.i < len(self.parts):
+                buf[:1] = b"\n"
+                return 1
+        return 0
+
+
+def _parse_folder(paths: list[str]):
+    """Parse every file of one metric folder: (metric, metadata of the first file, table, entries per file).
+
+    Fast path: all entry lines go through pyarrow's CSV parser at once (quoted names, space-separated).
+    Anything unusual falls back to the line-by-line parser, which names the file and line that is wrong.
+    """
+    bodies, counts, metric, meta = [], [], None, {}
+    for i, path in enumerate(paths):
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise ReaderError(path, f"cannot read: {exc.strerror or exc}") from None
+        parsed = _body(path, data, want_metadata=(i == 0))
+        if parsed is None:
+            return _parse_folder_slowly(paths)
+        if i == 0:
+            metric, meta = parsed[0], parsed[1]
+        counts.append(parsed[2])
+        bodies.append(parsed[3])
+    try:
+        table = pacsv.read_csv(
+            io.BufferedReader(_Chain(bodies), buffer_size=1 << 22),
+            read_options=pacsv.ReadOptions(column_names=_CSV_NAMES),
+            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char='"', double_quote=False, escape_char=False),
+            convert_options=pacsv.ConvertOptions(column_types=_CSV_TYPES, include_columns=list(_CSV_TYPES)),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return _parse_folder_slowly(paths)
+    counts = np.asarray(counts, dtype=np.int64)
+    if table.num_rows != counts.sum() or (counts == 0).any():
+        return _parse_folder_slowly(paths)
+    return metric, meta, table, counts
+
+
+def _parse_folder_slowly(paths: list[str]):
+    names, nums, counts, metric, meta = [], {k: [] for k in ("calls", "subrs", "excl", "incl")}, [], None, {}
+    for i, path in enumerate(paths):
+        entries = _parse_file(path, want_metadata=(i == 0))
+        if not entries.names:
+            raise ReaderError(path, "no function entries")
+        if i == 0:
+            metric, meta = entries.metric, entries.metadata
+        names += entries.names
+        counts.append(len(entries.names))
+        for key, what in (("calls", "Calls"), ("subrs", "Subrs"), ("excl", "Excl"), ("incl", "Incl")):
+            nums[key].append(_floats(path, getattr(entries, key), what))
+    table = pa.table({"name": names, **{k: np.concatenate(v) for k, v in nums.items()}})
+    return metric, meta, table, np.asarray(counts, dtype=np.int64)
+
+
+def _node_ids(builder: _TreeBuilder, paths: list[str], names: pa.ChunkedArray, counts: np.ndarray):
+    """(mask of rows that are tree entries, local node id of each kept row) for the rows of all files."""
+    encoded = names.combine_chunks().dictionary_encode()
+    uniq = encoded.dictionary.to_pylist()
+    idx = encoded.indices.to_numpy()
+    starts = np.r_[0, np.cumsum(counts)[:-1]]
+    is_cp = np.fromiter(("=>" in u for u in uniq), bool, len(uniq))[idx]
+    file_of_row = np.repeat(np.arange(len(counts)), counts)
+    cp_mode = np.add.reduceat(is_cp.astype(np.int64), starts) > 0
+    root_names = {uniq[idx[s]].strip() for s in starts}
+    if len(root_names) != 1:
+        raise ReaderError(paths[int(np.argmax([uniq[idx[s]].strip() != uniq[idx[0]].strip() for s in starts]))],
+                          "its first entry differs from the other profiles' first entry (the root)")
+    root = root_names.pop()
+    first = np.zeros(len(idx), bool)
+    first[starts] = True
+    keep = first | ~cp_mode[file_of_row] | is_cp
+    mode = cp_mode[file_of_row][keep]
+    kept = idx[keep]
+    pair = kept.astype(np.int64) * 2 + mode
+    upairs, inverse = np.unique(pair, return_inverse=True)
+    ids = np.fromiter((builder.for_name(uniq[p // 2], root, bool(p % 2)) for p in upairs.tolist()), np.int32, len(upairs))
+    return keep, ids[inverse]

@@ -1,0 +1,205 @@
+"""The ``perflake`` command line.
+
+Exit codes: 0 all good; 1 some inputs failed (the rest was done); 2 could not run (bad arguments, no lake,
+SQL error...).  A user error prints one line ``perflake: <message>``; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import pandas as pd
+
+from perflake.errors import PerflakeError
+
+EXIT_OK, EXIT_PARTIAL, EXIT_ERROR = 0, 1, 2
+
+
+def _print_frame(df: pd.DataFrame, fmt: str, *, max_rows: int | None = None) -> None:
+    if fmt == "csv":
+        sys.stdout.write(df.to_csv(index=False))
+    elif fmt == "json":
+        sys.stdout.write(df.to_json(orient="records", date_format="iso", default_handler=str) + "\n")
+    else:
+        with pd.option_context("display.max_colwidth", 80, "display.width", 200):
+            shown = df if max_rows is None else df.head(max_rows)
+            sys.stdout.write((shown.to_string(index=False) if len(shown) else "(no rows)") + "\n")
+            if max_rows is not None and len(df) > max_rows:
+                sys.stdout.write(f"... {len(df) - max_rows} more rows (use --format csv for all)\n")
+
+
+def _paths_column(df: pd.DataFrame) -> pd.DataFrame:
+    if "path" in df.columns:
+        df = df.copy()
+        df["path"] = [" > ".join(p) if p is not None else "" for p in df["path"]]
+    return df
+
+
+def _lake(args):
+    from perflake.lake import Lake
+
+    return Lake(args.lake)
+
+
+def cmd_ingest(args) -> int:
+    lake = _lake(args)
+    report = lake.ingest(args.paths, progress=not args.quiet)
+    for _source, reason in report.failed:
+        print(f"perflake: {reason}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"ingested": report.ingested, "skipped": [s for s, _ in report.skipped],
+                          "failed": [{"path": p, "reason": r} for p, r in report.failed]}))
+    else:
+        print(report.summary())
+    return EXIT_OK if report.ok else EXIT_PARTIAL
+
+
+def cmd_runs(args) -> int:
+    df = _lake(args).sql(
+        "select run_id, format, app, ranks, threads, n_nodes, exc_metrics, launch_time, source from runs order by ingested_at, run_id"
+    )
+    _print_frame(df, args.format)
+    return EXIT_OK
+
+
+def cmd_sql(args) -> int:
+    _print_frame(_lake(args).sql(args.query), args.format, max_rows=args.max_rows)
+    return EXIT_OK
+
+
+def cmd_tree(args) -> int:
+    if args.lake:
+        gf = _lake(args).graphframe(args.run)
+    else:
+        from perflake.read import read
+
+        gf = read(args.run)
+    metric = args.metric.split(",") if args.metric and "," in args.metric else args.metric
+    colour = True if args.color else (False if args.no_color else None)
+    sys.stdout.write(gf.tree(metric_column=metric, precision=args.precision, rank=args.rank, thread=args.thread,
+                             depth=args.depth, expand_name=args.expand_name, render_header=not args.no_header,
+                             colour=colour))
+    return EXIT_OK
+
+
+def cmd_imbalance(args) -> int:
+    df = _lake(args).imbalance(args.runs or None, metric=args.metric, top=args.top)
+    _print_frame(_paths_column(df.drop(columns=["node_id"])), args.format)
+    return EXIT_OK
+
+
+def cmd_compare(args) -> int:
+    df = _lake(args).compare(args.run_a, args.run_b, metric=args.metric)
+    _print_frame(_paths_column(df.drop(columns=["node_id"])), args.format, max_rows=args.top)
+    return EXIT_OK
+
+
+def cmd_generate(args) -> int:
+    from perflake.generators import write_tau_runs
+
+    if args.format != "tau":
+        raise PerflakeError(f"generate: format {args.format!r} is not available yet (available: tau)")
+    dirs = write_tau_runs(args.out, nodes=args.nodes, ranks=args.ranks, runs=args.runs, seed=args.seed,
+                          threads=args.threads)
+    print(f"wrote {len(dirs)} TAU runs ({args.nodes} nodes x {args.ranks} ranks) under {args.out}")
+    return EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    from perflake import __version__
+
+    p = argparse.ArgumentParser(prog="perflake", description="A columnar data lake for HPC call-path profiles.")
+    p.add_argument("--version", action="version", version=f"perflake {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def lake_arg(sp, required=True):
+        sp.add_argument("--lake", required=required, default=os.environ.get("PERFLAKE_LAKE") if not required else None,
+                        help="lake root (a directory or fsspec URL)")
+
+    def fmt_arg(sp):
+        sp.add_argument("--format", choices=["table", "csv", "json"], default="table")
+
+    sp = sub.add_parser("ingest", help="ingest profiles (files or directories, walked) into a lake")
+    sp.add_argument("paths", nargs="+")
+    lake_arg(sp)
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")
+    sp.add_argument("--json", action="store_true", help="machine-readable summary")
+    sp.set_defaults(func=cmd_ingest)
+
+    sp = sub.add_parser("runs", help="list the runs catalog")
+    lake_arg(sp)
+    fmt_arg(sp)
+    sp.set_defaults(func=cmd_runs)
+
+    sp = sub.add_parser("sql", help="run DuckDB SQL over the views runs, nodes, edges, metrics")
+    sp.add_argument("query")
+    lake_arg(sp)
+    fmt_arg(sp)
+    sp.add_argument("--max-rows", type=int, default=100)
+    sp.set_defaults(func=cmd_sql)
+
+    sp = sub.add_parser("tree", help="print a run's call tree (a run id with --lake, or a profile path)")
+    sp.add_argument("run")
+    lake_arg(sp, required=False)
+    sp.add_argument("--metric", help="metric column(s), comma-separated")
+    sp.add_argument("--precision", type=int, default=3)
+    sp.add_argument("--rank", type=int, default=0)
+    sp.add_argument("--thread", type=int, default=0)
+    sp.add_argument("--depth", type=int, default=10000)
+    sp.add_argument("--expand-name", action="store_true")
+    sp.add_argument("--no-header", action="store_true")
+    sp.add_argument("--color", action="store_true")
+    sp.add_argument("--no-color", action="store_true")
+    sp.set_defaults(func=cmd_tree)
+
+    sp = sub.add_parser("imbalance", help="per-rank load imbalance per call path (max/mean over ranks)")
+    sp.add_argument("runs", nargs="*", help="run ids (default: all runs)")
+    lake_arg(sp)
+    sp.add_argument("--metric", default="time")
+    sp.add_argument("--top", type=int, default=10)
+    fmt_arg(sp)
+    sp.set_defaults(func=cmd_imbalance)
+
+    sp = sub.add_parser("compare", help="compare two runs per call path (biggest differences first)")
+    sp.add_argument("run_a")
+    sp.add_argument("run_b")
+    lake_arg(sp)
+    sp.add_argument("--metric", default="time")
+    sp.add_argument("--top", type=int, default=15)
+    fmt_arg(sp)
+    sp.set_defaults(func=cmd_compare)
+
+    sp = sub.add_parser("generate", help="write synthetic profiles in a real format (deterministic by seed)")
+    sp.add_argument("format", choices=["tau"])
+    sp.add_argument("out")
+    sp.add_argument("--nodes", type=int, default=200)
+    sp.add_argument("--ranks", type=int, default=16)
+    sp.add_argument("--threads", type=int, default=1)
+    sp.add_argument("--runs", type=int, default=1)
+    sp.add_argument("--seed", type=int, default=0)
+    sp.set_defaults(func=cmd_generate)
+    return p
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except PerflakeError as exc:
+        if args.debug:
+            raise
+        print(f"perflake: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        return EXIT_OK
+    except KeyboardInterrupt:
+        print("perflake: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
