@@ -47,6 +47,7 @@ class GraphFrame:
         by_id = graph.node_by_id()
         names = [m.name for m in metric_info if m.name in metrics.column_names]
         frame = metrics.select(["node_id", "rank", "thread", *names]).to_pandas()
+        frame = frame.astype({"rank": np.int64, "thread": np.int64})
         ranks = np.unique(frame["rank"].to_numpy()) if len(frame) else np.array([0])
         threads = np.unique(frame["thread"].to_numpy()) if len(frame) else np.array([0])
         levels = ["rank"] * (len(ranks) > 1) + ["thread"] * (len(threads) > 1)

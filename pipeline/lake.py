@@ -66,7 +66,7 @@ class Lake:
         batches = runs.column("batch").to_pylist()
         for table in DATA_TABLES:
             if batches:
-                con.execute("set variable perflake_files = $files", {"files": cat.files(table, batches)}).fetchall()
+                con.execute(f"set variable perflake_{table}_files = $files", {"files": cat.files(table, batches)}).fetchall()
                 con.execute(sqlfiles.load(f"views/{table}")).fetchall()
             else:
                 con.register(table, _EMPTY[table].empty_table())
