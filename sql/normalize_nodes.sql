@@ -6,7 +6,7 @@
 --         name, type, file, line, end_line, module
 -- identity: frame_key = type, name, file, line, module joined by chr(31), NULL written as '';
 --           node_id = md5_number_upper(frame keys from the root to the node joined by chr(30)),
---           i.e. the first 8 bytes of that md5 digest read as a big-endian unsigned 64-bit integer.
+--           i.e. the first 8 bytes of that md5 digest read as a little-endian unsigned 64-bit integer.
 --           Same frames on the path => same id, in every run, process, machine and version.
 -- invariant: siblings with identical frames get the same node_id (they merge, as Hatchet's normalize()).
 with recursive

@@ -1,0 +1,86 @@
+"""The perflake command: real subprocesses, real exit codes, one-line errors (no tracebacks)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import lake_files
+
+PERFLAKE = [sys.executable, "-m", "perflake.cli"]
+
+
+def run(*args, check_code=None):
+    proc = subprocess.run([*PERFLAKE, *map(str, args)], capture_output=True, text=True, timeout=120)
+    if check_code is not None:
+        assert proc.returncode == check_code, proc.stderr
+    return proc
+
+
+def test_bad_path_is_one_line_and_nonzero(tmp_path):
+    proc = run("ingest", tmp_path / "missing", "--lake", tmp_path / "lake")
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"perflake: {tmp_path / 'missing'}: no such file or directory"
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout.strip() == "ingested 0 runs, skipped 0 already present, 1 failed"
+
+
+def test_not_a_lake_exits_2(tmp_path):
+    proc = run("runs", "--lake", tmp_path / "nolake")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not a perflake lake" in proc.stderr
+
+
+def test_generate_ingest_query_tree(tmp_path):
+    run("generate", "tau", tmp_path / "gen", "--nodes", 80, "--ranks", 4, "--runs", 2, "--seed", 1, check_code=0)
+    lake = tmp_path / "lake"
+    proc = run("ingest", tmp_path / "gen", "--lake", lake, "--json", check_code=0)
+    summary = json.loads(proc.stdout)
+    assert len(summary["ingested"]) == 2 and summary["failed"] == []
+    again = run("ingest", tmp_path / "gen", "--lake", lake, check_code=0)
+    assert again.stdout.strip() == "ingested 0 runs, skipped 2 already present, 0 failed"
+    csv = run("sql", "select count(distinct run_id) as runs, max(rank) + 1 as ranks from metrics", "--lake", lake,
+              "--format", "csv", check_code=0)
+    assert csv.stdout.splitlines() == ["runs,ranks", "2,4"]
+    run_id = summary["ingested"][0]
+    tree = run("tree", run_id, "--lake", lake, "--no-header", "--depth", 2, check_code=0)
+    assert tree.stdout.splitlines()[0].endswith(" .TAU application")
+    imb = run("imbalance", "--lake", lake, "--format", "json", "--top", 3, check_code=0)
+    rows = json.loads(imb.stdout)
+    assert len(rows) == 3 and all(r["imbalance"] >= 1 for r in rows)
+    cmp = run("compare", *summary["ingested"], "--lake", lake, "--format", "csv", check_code=0)
+    assert cmp.stdout.splitlines()[0] == "path,a,b,diff,ratio,status"
+
+
+def test_bad_sql_is_one_line(tmp_path, shared_data):
+    lake = tmp_path / "lake"
+    run("ingest", shared_data("tau-cpi-mpi"), "--lake", lake, check_code=0)
+    before = lake_files(lake)
+    proc = run("sql", "select nope from metrics", "--lake", lake)
+    assert proc.returncode == 2 and proc.stderr.startswith("perflake: SQL error:") and proc.stderr.count("\n") == 1
+    assert lake_files(lake) == before
+
+
+def test_corrupt_profile_fails_cleanly(tmp_path, shared_data):
+    src = shared_data("tau-cpi-mpi")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in Path(src).iterdir():
+        (bad / f.name).write_bytes(f.read_bytes())
+    (bad / "profile.2.0.0").write_bytes((Path(src) / "profile.2.0.0").read_bytes()[:3000])
+    lake = tmp_path / "lake"
+    proc = run("ingest", bad, "--lake", lake)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().startswith(f"perflake: {bad / 'profile.2.0.0'}: truncated")
+    assert "0 runs" in proc.stdout
+
+
+@pytest.mark.skipif(not os.access(sys.executable, os.X_OK), reason="needs a runnable interpreter")
+def test_console_script_is_installed():
+    exe = Path(sys.executable).with_name("perflake")
+    assert exe.exists(), "pip install should create the perflake command"
+    assert subprocess.run([str(exe), "--version"], capture_output=True, text=True).stdout.startswith("perflake ")

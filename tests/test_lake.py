@@ -1,0 +1,125 @@
+"""Lake behaviour: idempotent and atomic ingest, stable call-path ids across runs and processes."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import lake_files
+from perflake import Lake
+from perflake.catalogs.catalog import Catalog
+from perflake.errors import LakeError
+from perflake.generators import write_tau_runs
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gen")
+    return write_tau_runs(out, nodes=120, ranks=4, runs=2, seed=7)
+
+
+def test_reingest_same_bytes_adds_nothing(two_runs, tmp_path, lake):
+    first = lake.ingest(two_runs)
+    assert len(first.ingested) == 2 and not first.failed
+    before = lake_files(tmp_path / "lake")
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(two_runs[0], moved)  # same bytes at another path: still the same run
+    again = lake.ingest([*two_runs, moved])
+    assert again.ingested == [] and len(again.skipped) == 3
+    assert again.summary() == "ingested 0 runs, skipped 3 already present, 0 failed"
+    assert lake_files(tmp_path / "lake") == before
+
+
+def test_bad_input_leaves_lake_unchanged(two_runs, tmp_path, lake):
+    lake.ingest([two_runs[0]])
+    before = lake_files(tmp_path / "lake")
+    bad = tmp_path / "bad"
+    shutil.copytree(two_runs[1], bad)
+    victim = sorted(bad.glob("profile.*"))[1]
+    victim.write_bytes(victim.read_bytes()[:2000])  # truncated mid-file
+    report = lake.ingest([bad])
+    assert report.ingested == [] and len(report.failed) == 1
+    assert str(victim) in report.failed[0][1] and "truncated" in report.failed[0][1]
+    assert lake_files(tmp_path / "lake") == before
+
+
+def test_failure_while_committing_leaves_no_partial_run(two_runs, tmp_path, lake, monkeypatch):
+    lake.ingest([two_runs[0]])
+    before = lake_files(tmp_path / "lake")
+
+    def broken_commit(self, batch, runs):
+        raise OSError("disk full (injected)")
+
+    monkeypatch.setattr(Catalog, "commit", broken_commit)
+    with pytest.raises(OSError, match="injected"):
+        lake.ingest([two_runs[1]])
+    assert lake_files(tmp_path / "lake") == before  # the batch's Parquet files were removed
+    monkeypatch.undo()
+    assert len(Lake(tmp_path / "lake").ingest([two_runs[1]]).ingested) == 1
+
+
+def test_same_call_path_same_id_across_runs(two_runs, lake):
+    lake.ingest(two_runs)
+    shared = lake.sql(
+        """
+        select count(*) as n from (
+            select node_id from nodes group by node_id having count(distinct run_id) = 2
+        )
+        """
+    ).loc[0, "n"]
+    per_run = lake.sql("select run_id, count(*) as n from nodes group by run_id")["n"]
+    assert shared >= 0.9 * per_run.min()  # perturbed runs share most call paths...
+    assert shared < per_run.max()  # ...but not all
+    # and a shared id means the same path of names in both runs
+    bad = lake.sql(
+        "select node_id from nodes group by node_id having count(distinct name) > 1 or count(distinct depth) > 1"
+    )
+    assert bad.empty
+
+
+def test_ids_are_stable_across_processes(shared_data):
+    code = (
+        "import perflake;"
+        f"gf = perflake.read_tau({str(shared_data('tau-cpi-mpi'))!r});"
+        "print(sorted(n.node_id for n in gf.graph.traverse()))"
+    )
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": seed, "PATH": ""}).stdout for seed in ("1", "2")}
+    assert len(outs) == 1 and len(eval(outs.pop())) == 12
+
+
+def test_one_batch_file_per_table_and_sorted(two_runs, tmp_path, lake):
+    lake.ingest(two_runs)
+    root = tmp_path / "lake"
+    for table in ("nodes", "edges", "metrics", "runs"):
+        assert len(list((root / table).glob("part-*.parquet"))) == 1
+    df = lake.sql("select run_id, node_id, rank, thread from metrics")
+    assert df.equals(df.sort_values(["run_id", "node_id", "rank", "thread"]).reset_index(drop=True))
+
+
+def test_reading_a_missing_lake_is_a_clear_error(tmp_path):
+    with pytest.raises(LakeError, match="not a perflake lake"):
+        Lake(tmp_path / "nothing").runs()
+
+
+def test_graphframe_from_lake_equals_direct_read(two_runs, lake):
+    import perflake
+
+    lake.ingest([two_runs[0]])
+    run_id = lake.runs().loc[0, "run_id"]
+    a = lake.graphframe(run_id[:8]).dataframe
+    b = perflake.read_tau(two_runs[0]).dataframe
+    assert a.shape == b.shape
+    assert (a.index == b.index).all()
+    assert a[["time", "time (inc)"]].equals(b[["time", "time (inc)"]])
+
+
+def test_memory_filesystem_lake(two_runs):
+    lake = Lake("memory://perflake-test-lake")
+    assert len(lake.ingest([two_runs[0]]).ingested) == 1
+    assert lake.sql("select count(distinct run_id) as n from metrics").loc[0, "n"] == 1
+    run_id = lake.runs().loc[0, "run_id"]
+    assert len(lake.graphframe(run_id).graph) == lake.runs().loc[0, "n_nodes"]

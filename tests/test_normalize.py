@@ -1,0 +1,89 @@
+"""Normalisation on hand-built trees: call-path ids, sibling merging, derived inclusive/exclusive metrics."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from perflake.errors import ReaderError
+from perflake.graphframe import GraphFrame
+from perflake.normalize import normalize
+from perflake.readers.base import Metric
+from trees import SMALL_EXPECTED_EXC, SMALL_EXPECTED_INC, profile, small_exclusive_only
+
+
+def _values_by_path(n, metric: str, rank: int = 0) -> dict:
+    gf = GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info)
+    df = gf.dataframe.reset_index()
+    if "rank" in df.columns:
+        df = df[df["rank"] == rank]
+    return {tuple(x.frame["name"] for x in node.path()): v for node, v in zip(df["node"], df[metric])}
+
+
+def test_inclusive_is_derived_from_exclusive_by_hand():
+    n = normalize(small_exclusive_only())
+    assert [m.name for m in n.metric_info] == ["time", "time (inc)"]
+    assert n.metric_info[0].pair == "time (inc)" and n.metric_info[1].role == "inclusive"
+    assert _values_by_path(n, "time") == SMALL_EXPECTED_EXC
+    assert _values_by_path(n, "time (inc)") == SMALL_EXPECTED_INC
+    assert _values_by_path(n, "time (inc)", rank=1) == {k: 10 * v for k, v in SMALL_EXPECTED_INC.items()}
+    assert n.nodes.num_rows == 7 and n.ranks == 2 and n.threads == 1
+
+
+def test_root_inclusive_equals_sum_of_exclusive():
+    n = normalize(small_exclusive_only())
+    exc, inc = _values_by_path(n, "time"), _values_by_path(n, "time (inc)")
+    assert inc[("main",)] == sum(exc.values())
+
+
+def test_exclusive_is_derived_from_inclusive():
+    # main(inc 10) -> x(inc 7) -> y(inc 3), x -> z(inc 1): exclusive main 3, x 3, y 3, z 1
+    nodes = [(0, -1, "main"), (1, 0, "x"), (2, 1, "y"), (3, 1, "z")]
+    values = [(0, 0, 0, 10.0), (1, 0, 0, 7.0), (2, 0, 0, 3.0), (3, 0, 0, 1.0)]
+    n = normalize(profile(nodes, values, [Metric("time (inc)", "inclusive", "s", pair="time")]))
+    assert _values_by_path(n, "time") == {("main",): 3, ("main", "x"): 3, ("main", "x", "y"): 3, ("main", "x", "z"): 1}
+
+
+def test_edges_have_explicit_roots_and_match_nodes():
+    n = normalize(small_exclusive_only())
+    edges = n.edges.to_pylist()
+    roots = [e for e in edges if e["parent_id"] is None]
+    assert len(roots) == 1 and len(edges) == n.nodes.num_rows
+    ids = set(n.nodes.column("node_id").to_pylist())
+    assert all(e["child_id"] in ids and (e["parent_id"] is None or e["parent_id"] in ids) for e in edges)
+
+
+def _python_id(names: list[str]) -> int:
+    """The documented identity (sql/normalize_nodes.sql), recomputed independently with hashlib."""
+    keys = ["\x1f".join(["function", name, "", "", ""]) for name in names]
+    return int.from_bytes(hashlib.md5("\x1e".join(keys).encode()).digest()[:8], "little")
+
+
+def test_callpath_id_is_the_documented_md5():
+    n = normalize(small_exclusive_only())
+    gf = GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info)
+    for node in gf.graph.traverse():
+        assert node.node_id == _python_id([x.frame["name"] for x in node.path()])
+
+
+def test_same_name_under_different_parents_is_two_nodes():
+    n = normalize(small_exclusive_only())
+    names = n.nodes.column("name").to_pylist()
+    assert names.count("c") == 2 and names.count("a") == 1
+
+
+def test_unreachable_nodes_are_an_error():
+    nodes = [(0, -1, "main"), (1, 2, "x"), (2, 1, "y")]  # x and y are each other's parent
+    with pytest.raises(ReaderError, match="2 nodes are not reachable from a root"):
+        normalize(profile(nodes, [(0, 0, 0, 1.0)], [Metric("time", "exclusive")]))
+
+
+def test_all_nan_merge_stays_nan():
+    nodes = [(0, -1, "main"), (1, 0, "a"), (2, 0, "a")]
+    values = [(0, 0, 0, 1.0), (1, 0, 0, float("nan")), (2, 0, 0, None)]
+    n = normalize(profile(nodes, values, [Metric("count", "other")]))
+    counts = dict(zip(n.nodes.column("name").to_pylist(), [None] * 2))
+    df = n.metrics.to_pandas()
+    assert len(df) == 2 and counts
+    assert df["count"].isna().sum() == 1

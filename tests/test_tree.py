@@ -1,0 +1,64 @@
+"""tree() against Hatchet 2026.2.0's output on the real cpi-mpi TAU profiles.
+
+Deviation, on purpose: Hatchet prints a context column " 0" after every TAU name because its TAU reader fills
+the missing `file` with the integer 0 (formats.md B.24); perflake keeps `file` missing and prints nothing.
+"""
+
+from __future__ import annotations
+
+import time
+
+import perflake
+from perflake.generators import write_tau_runs
+from perflake.tree import BANNER
+
+HATCHET_TAU = """\
+51781.000 .TAU application 0
+├─ 218.000 MPI_Bcast() 0
+├─ 25.000 MPI_Comm_rank() 0
+├─ 31.000 MPI_Comm_size() 0
+├─ 32304.000 MPI_Finalize() 0
+│  ├─ 27.000 MPI_Comm_get_attr() 0
+│  ├─ 27490.000 MPI_File_open() 0
+│  ├─ 296.000 MPI_Info_create() 0
+│  └─ 33.000 MPI_Info_free() 0
+├─ 298.000 MPI_Get_processor_name() 0
+├─ 17983.000 MPI_Init() 0
+└─ 473.000 MPI_Reduce() 0
+"""
+
+
+def test_tree_matches_hatchet_text(shared_data):
+    gf = perflake.read_tau(shared_data("tau-cpi-mpi"))
+    expected = BANNER + HATCHET_TAU.replace(" 0\n", "\n")
+    assert gf.tree(colour=False) == expected
+
+
+def test_tree_options(shared_data):
+    gf = perflake.read_tau(shared_data("tau-cpi-mpi"))
+    text = gf.tree(metric_column=["time (inc)", "time"], precision=2, rank=1, render_header=False, colour=False)
+    assert text.splitlines()[0] == "55329.00 419.00 .TAU application"
+    assert gf.tree(depth=1, render_header=False, colour=False) == "51781.000 .TAU application\n"
+    coloured = gf.tree(render_header=False, colour=True)
+    assert "\033[38;5;196m51781.000\033[0m .TAU application\033[0m" in coloured
+    assert "\033[4mLegend\033[0m (Metric: time (inc) Min: 25.00 Max: 51781.00)" in coloured
+
+
+def test_long_names_are_shortened_unless_expanded(tmp_path):
+    run = write_tau_runs(tmp_path, nodes=60, ranks=2, seed=3)[0]
+    gf = perflake.read_tau(run)
+    long = [n.frame["name"] for n in gf.graph.traverse() if len(n.frame["name"]) > 39]
+    assert long, "the generator makes some long C++ names"
+    short = gf.tree(colour=False)
+    assert long[0] not in short and long[0][:18] + "..." + long[0][-18:] in short
+    assert long[0] in gf.tree(colour=False, expand_name=True)
+
+
+def test_tree_is_linear_in_nodes(tmp_path):
+    """Not a timing target (those live in bench/): a 10,000-node tree must render, one line per node."""
+    run = write_tau_runs(tmp_path, nodes=10_000, ranks=1, seed=5)[0]
+    gf = perflake.read_tau(run)
+    t0 = time.perf_counter()
+    text = gf.tree(render_header=False, colour=False)
+    assert len(text.splitlines()) == len(gf.graph)
+    assert time.perf_counter() - t0 < 30  # generous: catches quadratic blow-ups only
