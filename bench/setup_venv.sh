@@ -6,12 +6,13 @@
 #
 #   bench/setup_venv.sh            # PYTHON=python3.11 bench/setup_venv.sh to pick the interpreter
 #   FORCE=1 bench/setup_venv.sh    # re-run pip even if the stamp matches
+#   BENCH_VENV=/tmp/v bench/setup_venv.sh   # another location (testing); bench_ingest_tau.py uses .bench-venv
 #
 # The pins were verified on CPython 3.11 / linux x86_64 (prebuilt wheels; see bench/hatchet_env.md).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-venv="$repo/.bench-venv"
+venv="${BENCH_VENV:-$repo/.bench-venv}"  # override only for testing this script
 req="$repo/bench/requirements-hatchet.txt"
 stamp="$venv/.perflake-bench-requirements.sha256"
 python="${PYTHON:-python3}"
@@ -28,7 +29,7 @@ if [ "${FORCE:-0}" != 1 ] && [ "$want" = "$have" ] && "$venv/bin/python" -c 'imp
     exit 0
 fi
 
-echo "[setup_venv] installing -r bench/requirements-hatchet.txt into .bench-venv"
+echo "[setup_venv] installing -r bench/requirements-hatchet.txt into $venv"
 "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$req"
 "$venv/bin/python" -c 'import hatchet' >/dev/null 2>&1 || {
     echo "[setup_venv] error: 'import hatchet' fails in $venv" >&2

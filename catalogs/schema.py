@@ -9,7 +9,7 @@ MARKER = "perflake.json"  # at the lake root: {"format": "perflake-lake", "schem
 DATA_TABLES = ("nodes", "edges", "metrics")
 RUNS = "runs"
 
-METRIC_STRUCT = pa.struct([("name", pa.string()), ("role", pa.string()), ("unit", pa.string())])
+METRIC_STRUCT = pa.struct([("name", pa.string()), ("role", pa.string()), ("unit", pa.string()), ("pair", pa.string())])
 
 RUNS_SCHEMA = pa.schema(
     [

@@ -31,10 +31,15 @@ def _print_frame(df: pd.DataFrame, fmt: str, *, max_rows: int | None = None) -> 
                 sys.stdout.write(f"... {len(df) - max_rows} more rows (use --format csv for all)\n")
 
 
-def _paths_column(df: pd.DataFrame) -> pd.DataFrame:
+def _paths_column(df: pd.DataFrame, fmt: str) -> pd.DataFrame:
+    """Call paths as text; in tables only the last three frames (csv/json keep the whole path)."""
     if "path" in df.columns:
         df = df.copy()
-        df["path"] = [" > ".join(p) if p is not None else "" for p in df["path"]]
+        keep = 3 if fmt == "table" else None
+        df["path"] = [
+            ("... > " if keep and len(p) > keep else "") + " > ".join(p[-keep:] if keep else p) if p is not None else ""
+            for p in df["path"]
+        ]
     return df
 
 
@@ -87,13 +92,13 @@ def cmd_tree(args) -> int:
 
 def cmd_imbalance(args) -> int:
     df = _lake(args).imbalance(args.runs or None, metric=args.metric, top=args.top)
-    _print_frame(_paths_column(df.drop(columns=["node_id"])), args.format)
+    _print_frame(_paths_column(df.drop(columns=["node_id"]), args.format), args.format)
     return EXIT_OK
 
 
 def cmd_compare(args) -> int:
     df = _lake(args).compare(args.run_a, args.run_b, metric=args.metric)
-    _print_frame(_paths_column(df.drop(columns=["node_id"])), args.format, max_rows=args.top)
+    _print_frame(_paths_column(df.drop(columns=["node_id"]), args.format), args.format, max_rows=args.top)
     return EXIT_OK
 
 

@@ -100,7 +100,7 @@ class Lake:
         try:
             if not cat.local:
                 con.register_filesystem(cat.fs)
-            metrics = [Metric(m["name"], m["role"], m["unit"]) for m in row["metrics"]]
+            metrics = [Metric(m["name"], m["role"], m["unit"], m.get("pair")) for m in row["metrics"]]
             params = {"files": cat.files("nodes", [row["batch"]]), "run_id": row["run_id"]}
             nodes = sqlfiles.relation(con, "run_nodes", **params).to_arrow_table()
             params = {"files": cat.files("metrics", [row["batch"]]), "run_id": row["run_id"],

@@ -123,3 +123,12 @@ def test_memory_filesystem_lake(two_runs):
     assert lake.sql("select count(distinct run_id) as n from metrics").loc[0, "n"] == 1
     run_id = lake.runs().loc[0, "run_id"]
     assert len(lake.graphframe(run_id).graph) == lake.runs().loc[0, "n_nodes"]
+
+
+def test_graphframe_from_lake_keeps_metric_roles(two_runs, lake):
+    lake.ingest([two_runs[0]])
+    gf = lake.graphframe(lake.runs().loc[0, "run_id"])
+    assert gf.default_metric == "time (inc)" and gf.exc_metrics == ["time"] and gf.inc_metrics == ["time (inc)"]
+    df = gf.dataframe.xs(0, level="rank")
+    for node in gf.graph.traverse():  # an inclusive value covers its children's
+        assert df.loc[node, "time (inc)"] >= sum(df.loc[c, "time (inc)"] for c in node.children)
