@@ -28,11 +28,11 @@ import pyarrow.csv as pacsv
 
 from perflake.errors import ReaderError
 from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
+from perflake.readers.tau_frames import parse_frame
 
 _PROFILE_RE = re.compile(r"^profile\.(\d+)\.(\d+)\.(\d+)$")
 _HEADER_RE = re.compile(rb"^\s*(\d+)\s+templated_functions(?:_MULTI_(\S+))?")
 _ATTR_RE = re.compile(r"<attribute><name>(.*?)</name><value>(.*?)</value></attribute>", re.S)
-_LOC_RE = re.compile(r"\s\[\{([^}]*)\}\s*\{(\d+)(?:,(\d+))?\}(?:-\{(\d+)(?:,(\d+))?\})?\]\s*$")
 _INT_RE = re.compile(r"^[+-]?\d+$")
 _FLOAT_RE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 _TIME_METRICS = {"TIME": "time", "CPU_TIME": "time"}
@@ -71,35 +71,6 @@ def _typed(value: str):
     if _FLOAT_RE.match(v):
         return float(v)
     return value
-
-
-def parse_frame(text: str) -> tuple[str, str | None, int | None, int | None, str | None]:
-    """Split one TAU timer name into (name, file, line, end_line, module) per formats.md 5.3/5.5.
-
-    ``int main(int, char **) C [{cpi.c} {19,1}-{60,1}]`` -> ("int main(int, char **)", "cpi.c", 19, 60, None).
-    ``{line,col}`` gives the line only (Hatchet stores the column as end_line: formats.md B.24).
-    """
-    name = text.strip()
-    file = module = None
-    line = end_line = None
-    m = _LOC_RE.search(name)
-    if m:
-        file = m.group(1) or None
-        line = int(m.group(2))
-        if m.group(4) is not None:
-            end_line = int(m.group(4))
-        name = name[: m.start()].rstrip()
-        if name.endswith(" C"):
-            name = name[:-2].rstrip()
-    if name.startswith("[UNWIND] ") and " [@] " in name:
-        where, _, func = name[len("[UNWIND] "):].partition(" [@] ")
-        name = "[UNWIND] " + func.strip()
-        module = where.strip() or None
-    else:
-        tokens = name.split()
-        if len(tokens) == 3 and "/" in tokens[2] and not name.startswith("["):
-            name, module = " ".join(tokens[:2]), tokens[2]
-    return name, file, line, end_line, module
 
 
 class _Entries:
