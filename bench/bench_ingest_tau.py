@@ -277,8 +277,9 @@ def time_hatchet(run_dir: pathlib.Path, dump: pathlib.Path) -> dict:
     if not HATCHET_PY.exists():
         raise RuntimeError(f"{rel(HATCHET_PY)} missing: run bench/setup_venv.sh")
     cmd = [str(HATCHET_PY), str(HATCHET_PROBE), str(run_dir), "--dump", str(dump)]
-    log(f"hatchet GraphFrame.from_tau({rel(run_dir)}) ... (about 90 s at full size)")
+    log(f"hatchet GraphFrame.from_tau({rel(run_dir)}) ... (minutes at full size)")
     res = run_measured(cmd, timeout=3600)
+    dump.with_name("hatchet-stderr.txt").write_text(res["stderr"], encoding="utf-8")  # its warnings, kept
     res["cmd"] = shlex.join([rel(HATCHET_PY), rel(HATCHET_PROBE), rel(run_dir), "--dump", rel(dump)])
     if res["rc"] != 0:
         raise RuntimeError(f"hatchet probe failed (rc {res['rc']}): {res['stderr'][-3000:]}")
@@ -306,7 +307,8 @@ def machine_info() -> dict:
             "cpu": platform.processor() or platform.machine(), "mem_gib": None,
             "python": platform.python_version(), "os": f"{platform.system()} {platform.release()}",
             "perflake": ver("perflake"), "duckdb": ver("duckdb"), "pyarrow": ver("pyarrow"),
-            "pandas": ver("pandas"), "numpy": ver("numpy")}
+            "pandas": ver("pandas"), "numpy": ver("numpy"),
+            "load": " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"}
     try:
         for line in open("/proc/cpuinfo", encoding="utf-8"):
             if line.startswith("model name"):
@@ -358,7 +360,8 @@ def build_section(name: str, a: argparse.Namespace, r: dict) -> str:
         f"## {name}",
         "",
         f"- date: {r['date']}",
-        f"- machine: {m['nproc']} CPUs ({m['cpu']}), {m['mem_gib']} GiB RAM, {m['os']}",
+        f"- machine: {m['nproc']} CPUs ({m['cpu']}), {m['mem_gib']} GiB RAM, {m['os']}; "
+        f"load average at start {m['load']} (1/5/15 min)",
         f"- project venv: Python {m['python']}, perflake {m['perflake']} (git {m['git']}), duckdb {m['duckdb']}, "
         f"pyarrow {m['pyarrow']}, pandas {m['pandas']}, numpy {m['numpy']}",
     ]
@@ -455,10 +458,11 @@ def main(argv=None) -> int:
     name = f"ingest-tau-{nodes}x{ranks}"
     command = shlex.join([rel(sys.executable), rel(pathlib.Path(__file__).resolve()), *sys.argv[1:]]) \
         if argv is None else shlex.join([rel(sys.executable), rel(pathlib.Path(__file__).resolve()), *argv])
-    if os.environ.get("PERFLAKE_BENCH_VIA"):
-        command += f"  (via {os.environ['PERFLAKE_BENCH_VIA']})"
+    if os.environ.get("PERFLAKE_BENCH_VIA"):  # set by bench/run.sh (make bench)
+        command = f"{os.environ['PERFLAKE_BENCH_VIA']}`, which runs `{command}"
     r: dict = {"size": (nodes, ranks), "command": command,
                "date": dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")}
+    r["machine"] = machine_info()  # before the runs: git state and load average at the start
     try:
         WORK.mkdir(parents=True, exist_ok=True)
         run_dir, gen_s = ensure_dataset(nodes, ranks)
@@ -484,7 +488,6 @@ def main(argv=None) -> int:
             r["hatchet"] = time_hatchet(run_dir, dump)
             r["check"] = compare(lake_tab, dump, roots)
             log(f"correctness: {'OK' if r['check']['ok'] else 'MISMATCH'} {r['check']}")
-        r["machine"] = machine_info()
     except Exception as exc:  # noqa: BLE001 - report and fail the benchmark
         log(f"FAILED: {type(exc).__name__}: {exc}")
         return 2

@@ -21,4 +21,4 @@ if [ "$skip_hatchet" = 0 ]; then
     bash bench/setup_venv.sh
 fi
 
-PERFLAKE_BENCH_VIA="bench/run.sh" exec .venv/bin/python bench/bench_ingest_tau.py "$@"
+PERFLAKE_BENCH_VIA="bench/run.sh${*:+ $*}" exec .venv/bin/python bench/bench_ingest_tau.py "$@"
