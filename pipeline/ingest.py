@@ -166,9 +166,8 @@ def ingest(catalog: Catalog, paths, *, progress: bool = True) -> IngestReport:
     report = IngestReport()
     runs, problems = find_runs(paths)
     report.failed += problems
-    known = {sha: rid for sha, rid in zip(
-        catalog.runs().column("content_sha256").to_pylist(), catalog.runs().column("run_id").to_pylist()
-    )}
+    present = catalog.runs()
+    known = dict(zip(present.column("content_sha256").to_pylist(), present.column("run_id").to_pylist()))
     batch = _Batch()
     bar = _Progress(len(runs), progress)
     for kind, path in runs:
