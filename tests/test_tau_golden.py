@@ -33,7 +33,10 @@ def _check(ours: pd.DataFrame, gold: pd.DataFrame) -> None:
 
 
 def test_read_tau_matches_golden(shared_data, golden):
+    import golden as golden_check
+
     gf = perflake.read_tau(shared_data("tau-cpi-mpi"))
+    golden_check.compare(gf, golden("tau-cpi-mpi"))
     assert len(gf.graph) == 12  # formats.md section 7: 12 nodes, 4 ranks, 48 rows
     assert len(gf.dataframe) == 48
     assert list(gf.dataframe.index.names) == ["node", "rank"]
