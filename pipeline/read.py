@@ -19,3 +19,13 @@ def read(path: str | os.PathLike, kind: str | None = None) -> GraphFrame:
 def read_tau(path: str | os.PathLike) -> GraphFrame:
     """Read a TAU profile directory (``profile.N.C.T`` files, ``MULTI__*`` folders)."""
     return read(path, "tau")
+
+
+def read_caliper(path: str | os.PathLike) -> GraphFrame:
+    """Read a Caliper profile: a native ``.cali`` file or a json-split file (sniffed)."""
+    return read(path, readers.detect_among(path, ("caliper", "caliper_json")))
+
+
+def read_hpctoolkit(path: str | os.PathLike) -> GraphFrame:
+    """Read an HPCToolkit database: the old experiment.xml + metric-db layout or v4 meta.db/profile.db (sniffed)."""
+    return read(path, readers.detect_among(path, ("hpctoolkit", "hpctoolkit_v4")))

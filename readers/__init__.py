@@ -47,3 +47,14 @@ def read(path: str | os.PathLike, kind: str | None = None):
         if kind is None:
             raise FormatNotRecognized(path, "not a profile perflake can read (formats: " + ", ".join(_REGISTRY) + ")")
     return get_reader(kind).read(path)
+
+
+def detect_among(path: str | os.PathLike, kinds) -> str:
+    """The first of ``kinds`` whose reader recognises ``path``; a FormatNotRecognized error otherwise."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FormatNotRecognized(path, "no such file or directory")
+    for kind in kinds:
+        if kind in _REGISTRY and importlib.import_module(_REGISTRY[kind]).Reader.sniff(path):
+            return kind
+    raise FormatNotRecognized(path, f"not a {' or '.join(kinds)} profile")
