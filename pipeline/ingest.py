@@ -22,11 +22,12 @@ from perflake.catalogs.catalog import Catalog, new_batch_id
 from perflake.catalogs.schema import RUNS_SCHEMA, SCHEMA_VERSION
 from perflake.catalogs.well_known import promote
 from perflake.errors import FormatNotRecognized, PerflakeError, ReaderError
-from perflake.normalize import Normalized, normalize
+from perflake.normalize import RunFacts, normalize_many
 from perflake.readers import detect, get_reader
-from perflake.readers.base import EXCLUSIVE, INCLUSIVE
+from perflake.readers.base import EXCLUSIVE, INCLUSIVE, ProfileRows
 
-BATCH_ROWS = 4_000_000  # metric rows buffered before a batch is written
+BATCH_ROWS = 4_000_000  # reader value rows buffered before a batch is normalised and written
+BATCH_RUNS = 5_000  # runs per batch at most
 
 
 @dataclass
@@ -90,7 +91,7 @@ def content_hash(files: list[str], base: str) -> tuple[str, int]:
     return h.hexdigest(), total
 
 
-def _run_row(run_id, sha, batch, source, kind, reader, n: Normalized, metadata, n_files, nbytes) -> dict:
+def _run_row(run_id, sha, batch, source, kind, reader, facts: RunFacts, metadata, n_files, nbytes) -> dict:
     return {
         "run_id": run_id,
         "content_sha256": sha,
@@ -102,42 +103,74 @@ def _run_row(run_id, sha, batch, source, kind, reader, n: Normalized, metadata, 
         "perflake_version": __version__,
         "n_files": n_files,
         "input_bytes": nbytes,
-        "ranks": n.ranks,
-        "threads": n.threads,
-        "n_nodes": n.nodes.num_rows,
-        "metrics": [{"name": m.name, "role": m.role, "unit": m.unit, "pair": m.pair} for m in n.metric_info],
-        "exc_metrics": [m.name for m in n.metric_info if m.role == EXCLUSIVE],
-        "inc_metrics": [m.name for m in n.metric_info if m.role == INCLUSIVE],
-        **promote(metadata, n.ranks),
+        "ranks": facts.ranks,
+        "threads": facts.threads,
+        "n_nodes": facts.n_nodes,
+        "metrics": [{"name": m.name, "role": m.role, "unit": m.unit, "pair": m.pair} for m in facts.metric_info],
+        "exc_metrics": [m.name for m in facts.metric_info if m.role == EXCLUSIVE],
+        "inc_metrics": [m.name for m in facts.metric_info if m.role == INCLUSIVE],
+        **promote(metadata, facts.ranks),
         "metadata": json.dumps(metadata, default=str, sort_keys=True),
         "ingested_at": dt.datetime.now(dt.timezone.utc),
     }
 
 
+@dataclass
+class _Pending:
+    run_id: str
+    sha: str
+    path: str
+    kind: str
+    reader: object
+    rows: ProfileRows
+    n_files: int
+    nbytes: int
+
+
 class _Batch:
+    """Parsed runs waiting to be normalised together and written as one batch."""
+
     def __init__(self):
         self.id = new_batch_id()
-        self.tables: dict[str, list[pa.Table]] = {"nodes": [], "edges": [], "metrics": []}
-        self.rows: list[dict] = []
-        self.n_metric_rows = 0
+        self.pending: list[_Pending] = []
+        self.n_values = 0
 
-    def add(self, run_id: str, n: Normalized, row: dict) -> None:
-        for name, table in (("nodes", n.nodes), ("edges", n.edges), ("metrics", n.metrics)):
-            col = pa.array([run_id] * table.num_rows, pa.string()).dictionary_encode()
-            self.tables[name].append(table.add_column(0, "run_id", col.cast(pa.string())))
-        self.rows.append(row)
-        self.n_metric_rows += n.metrics.num_rows
+    def add(self, item: _Pending) -> None:
+        self.pending.append(item)
+        self.n_values += item.rows.values.num_rows
 
-    def write(self, catalog: Catalog) -> None:
-        order = sorted(range(len(self.rows)), key=lambda i: self.rows[i]["run_id"])
+    def _normalize(self, report: IngestReport):
         try:
-            for name, tables in self.tables.items():
-                table = pa.concat_tables([tables[i] for i in order], promote_options="permissive")
+            return normalize_many([(p.run_id, p.rows) for p in self.pending])
+        except ReaderError:
+            pass
+        good = []  # isolate the run(s) the batch failed on, keep the rest
+        for p in self.pending:
+            try:
+                normalize_many([(p.run_id, p.rows)])
+                good.append(p)
+            except ReaderError as exc:
+                report.failed.append((p.path, str(exc)))
+        self.pending = good
+        return normalize_many([(p.run_id, p.rows) for p in good]) if good else None
+
+    def write(self, catalog: Catalog, report: IngestReport) -> None:
+        batch = self._normalize(report)
+        if batch is None:
+            return
+        rows = sorted(
+            (_run_row(p.run_id, p.sha, self.id, p.path, p.kind, p.reader, batch.runs[p.run_id], p.rows.metadata,
+                      p.n_files, p.nbytes) for p in self.pending),
+            key=lambda r: r["run_id"],
+        )
+        try:
+            for name, table in (("nodes", batch.nodes), ("edges", batch.edges), ("metrics", batch.metrics)):
                 catalog.write_table(name, self.id, table)
-            catalog.commit(self.id, pa.Table.from_pylist([self.rows[i] for i in order], schema=RUNS_SCHEMA))
+            catalog.commit(self.id, pa.Table.from_pylist(rows, schema=RUNS_SCHEMA))
         except BaseException:
             catalog.discard(self.id)
             raise
+        report.ingested += [r["run_id"] for r in rows]
 
 
 class _Progress:
@@ -180,22 +213,18 @@ def ingest(catalog: Catalog, paths, *, progress: bool = True) -> IngestReport:
                 report.skipped.append((path, known[sha]))
                 continue
             rows = reader.read(path)
-            n = normalize(rows)
         except PerflakeError as exc:
             report.failed.append((path, str(exc) if isinstance(exc, (ReaderError, FormatNotRecognized)) else f"{path}: {exc}"))
             continue
         except (OSError, ValueError, UnicodeError, MemoryError) as exc:
             report.failed.append((path, f"{path}: {type(exc).__name__}: {exc}"))
             continue
-        run_id = sha[:16]
-        known[sha] = run_id
-        batch.add(run_id, n, _run_row(run_id, sha, batch.id, path, kind, reader, n, rows.metadata, len(files), nbytes))
-        if batch.n_metric_rows >= BATCH_ROWS:
-            batch.write(catalog)
-            report.ingested += [r["run_id"] for r in batch.rows]
+        known[sha] = sha[:16]
+        batch.add(_Pending(sha[:16], sha, path, kind, reader, rows, len(files), nbytes))
+        if batch.n_values >= BATCH_ROWS or len(batch.pending) >= BATCH_RUNS:
+            batch.write(catalog, report)
             batch = _Batch()
     bar.close()
-    if batch.rows:
-        batch.write(catalog)
-        report.ingested += [r["run_id"] for r in batch.rows]
+    if batch.pending:
+        batch.write(catalog, report)
     return report

@@ -1,7 +1,9 @@
-"""ProfileRows (a reader's output) -> the canonical tables: nodes, edges, metrics.
+"""ProfileRows (readers' output) -> the canonical tables: nodes, edges, metrics.
 
 This is where call-path ids are attached (``sql/normalize_nodes.sql`` defines them) and where a missing
-inclusive or exclusive metric is derived, once, in SQL.
+inclusive or exclusive metric is derived, once, in SQL.  Many runs are normalised in one pass (a fixed
+cost of a few SQL statements per batch, not per run), which is what makes ingesting 10,000 small runs fast;
+``normalize(rows)`` is the one-run case of the same path.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from perflake import sqlfiles
 from perflake.errors import ReaderError
@@ -19,36 +22,57 @@ MAX_DEPTH = 10_000
 
 
 @dataclass
-class Normalized:
-    """One run in canonical form (no run_id column yet)."""
+class RunFacts:
+    metric_info: list[Metric]
+    ranks: int
+    threads: int
+    n_nodes: int
 
-    nodes: pa.Table  # node_id, parent_id, depth, name, type, file, line, end_line, module
-    edges: pa.Table  # parent_id, child_id
-    metrics: pa.Table  # node_id, rank, thread, <metric columns>
+
+@dataclass
+class Batch:
+    """Many runs in canonical form; every table has a leading ``run_id`` column and is sorted by it."""
+
+    nodes: pa.Table  # run_id, node_id, parent_id, depth, name, type, file, line, end_line, module
+    edges: pa.Table  # run_id, parent_id, child_id
+    metrics: pa.Table  # run_id, node_id, rank, thread, <metric columns of all runs>
+    runs: dict[str, RunFacts]
+
+
+@dataclass
+class Normalized:
+    """One run in canonical form (no run_id column)."""
+
+    nodes: pa.Table
+    edges: pa.Table
+    metrics: pa.Table
     metric_info: list[Metric]
     ranks: int
     threads: int
 
 
-def _complete_metrics(metrics: list[Metric]) -> tuple[list[Metric], list[tuple[str, str]], list[tuple[str, str]]]:
+def complete_metrics(metrics: list[Metric]) -> tuple[list[Metric], tuple, tuple]:
     """Add the missing half of every exclusive/inclusive pair; return (metrics, to_inclusive, to_exclusive)."""
     names = {m.name for m in metrics}
     out, to_inc, to_exc = [], [], []
     for m in metrics:
-        out.append(m)
-        if m.role == EXCLUSIVE:
+        if m.role == EXCLUSIVE and (m.pair or f"{m.name} (inc)") not in names:
             inc = m.pair or f"{m.name} (inc)"
-            if inc not in names:
-                to_inc.append((m.name, inc))
-                out.append(Metric(inc, INCLUSIVE, m.unit, m.name))
-                out[-2] = replace(m, pair=inc)
+            to_inc.append((m.name, inc))
+            out += [replace(m, pair=inc), Metric(inc, INCLUSIVE, m.unit, m.name)]
         elif m.role == INCLUSIVE and m.pair and m.pair not in names:
             to_exc.append((m.name, m.pair))
-            out.append(Metric(m.pair, EXCLUSIVE, m.unit, m.name))
-    return out, to_inc, to_exc
+            out += [m, Metric(m.pair, EXCLUSIVE, m.unit, m.name)]
+        else:
+            out.append(m)
+    return out, tuple(to_inc), tuple(to_exc)
 
 
-def _derive(con, name: str, pairs: list[tuple[str, str]], **extra) -> None:
+def _with_run(table: pa.Table, run_id: str) -> pa.Table:
+    return table.add_column(0, "run_id", pa.array([run_id] * table.num_rows, pa.string()))
+
+
+def _derive(con, name: str, pairs: tuple) -> None:
     """Run sql/<name>.sql for ``pairs`` (source, target) and merge the pivoted result into metrics_t."""
     src, dst = [p[0] for p in pairs], [p[1] for p in pairs]
     params = {"exc": src, "inc": dst} if name == "inclusive" else {"inc": src, "exc": dst}
@@ -57,42 +81,79 @@ def _derive(con, name: str, pairs: list[tuple[str, str]], **extra) -> None:
     sqlfiles.materialize(con, "metrics_t", "merge_metrics")
 
 
-def normalize(rows: ProfileRows, con: duckdb.DuckDBPyConnection | None = None) -> Normalized:
-    """Attach call-path ids, merge identical call paths, derive missing exclusive/inclusive metrics."""
-    own = con is None
-    con = con or duckdb.connect()
+def _group(con, items: list[tuple[str, ProfileRows]], to_inc: tuple, to_exc: tuple):
+    frames = pa.concat_tables([_with_run(rows.frames, rid) for rid, rows in items])
+    values = pa.concat_tables([_with_run(rows.values, rid) for rid, rows in items], promote_options="permissive")
+    names = list(dict.fromkeys(m.name for _, rows in items for m in rows.metrics))
+    con.register("frames_in", frames)
+    con.register("values_in", values)
     try:
-        con.register("frames_in", rows.frames)
-        con.register("values_in", rows.values)
         sqlfiles.materialize(con, "local_nodes", "normalize_nodes", max_depth=MAX_DEPTH)
-        reached = con.table("local_nodes").aggregate("count(*)").fetchall()[0][0]
-        if reached != rows.frames.num_rows:
-            raise ReaderError(
-                rows.source,
-                f"{rows.frames.num_rows - reached} nodes are not reachable from a root (a parent cycle, or deeper than {MAX_DEPTH})",
-            )
+        reached = dict(sqlfiles.relation(con, "reached_counts").fetchall())
+        for rid, rows in items:
+            if reached.get(rid, 0) != rows.frames.num_rows:
+                lost = rows.frames.num_rows - reached.get(rid, 0)
+                raise ReaderError(rows.source, f"{lost} nodes are not reachable from a root (a parent cycle, or deeper than {MAX_DEPTH})")
         sqlfiles.materialize(con, "nodes_t", "nodes_distinct")
-        names = [m.name for m in rows.metrics]
         sqlfiles.materialize(con, "metrics_t", "normalize_metrics", metrics=names)
         edges = sqlfiles.relation(con, "edges_from_nodes").to_arrow_table()
-        metric_info, to_inc, to_exc = _complete_metrics(rows.metrics)
+        con.register("edges_t", edges)
         if to_inc:
-            con.register("edges_t", edges)
             sqlfiles.materialize(con, "closure_t", "closure", max_depth=MAX_DEPTH)
             _derive(con, "inclusive", to_inc)
         if to_exc:
-            con.register("edges_t", edges)
             _derive(con, "exclusive", to_exc)
-        order = ["node_id", "rank", "thread"] + [m.name for m in metric_info]
-        metrics = con.table("metrics_t").to_arrow_table().select(order)
-        ranks, threads = sqlfiles.relation(con, "location_counts").fetchall()[0]
-        nodes = con.table("nodes_t").to_arrow_table()
-        return Normalized(nodes, edges, metrics, metric_info, int(ranks), int(threads))
+        counts = {r: (int(a), int(b)) for r, a, b in sqlfiles.relation(con, "location_counts").fetchall()}
+        return con.table("nodes_t").to_arrow_table(), edges, con.table("metrics_t").to_arrow_table(), counts
     finally:
         for name in ("frames_in", "values_in", "edges_t"):
             try:
                 con.unregister(name)
             except Exception:
                 pass
+
+
+def normalize_many(items: list[tuple[str, ProfileRows]], con: duckdb.DuckDBPyConnection | None = None) -> Batch:
+    """Normalise ``(run_id, rows)`` pairs together.  Raises ReaderError naming the first bad run's source."""
+    own = con is None
+    con = con or duckdb.connect()
+    try:
+        groups: dict[tuple, list] = {}
+        infos = {}
+        for rid, rows in items:
+            info, to_inc, to_exc = complete_metrics(rows.metrics)
+            infos[rid] = info
+            groups.setdefault((to_inc, to_exc), []).append((rid, rows))
+        parts = [_group(con, group, *key) for key, group in groups.items()]
+    finally:
         if own:
             con.close()
+    nodes = pa.concat_tables([p[0] for p in parts])
+    edges = pa.concat_tables([p[1] for p in parts])
+    metrics = pa.concat_tables([p[2] for p in parts], promote_options="permissive")
+    if len(parts) > 1:
+        nodes = nodes.sort_by([("run_id", "ascending"), ("node_id", "ascending")])
+        edges = edges.sort_by([("run_id", "ascending")])
+        metrics = metrics.sort_by([(c, "ascending") for c in ("run_id", "node_id", "rank", "thread")])
+    counts = {k: v for p in parts for k, v in p[3].items()}
+    n_nodes = {v["values"]: v["counts"] for v in pc.value_counts(nodes.column("run_id")).to_pylist()}
+    runs = {}
+    for rid, _ in items:
+        ranks, threads = counts.get(rid, (0, 0))
+        runs[rid] = RunFacts(infos[rid], ranks, threads, int(n_nodes.get(rid, 0)))
+    return Batch(nodes, edges, metrics, runs)
+
+
+def normalize(rows: ProfileRows, con: duckdb.DuckDBPyConnection | None = None) -> Normalized:
+    """Normalise one run: attach call-path ids, merge identical call paths, derive missing metrics."""
+    batch = normalize_many([("_", rows)], con)
+    facts = batch.runs["_"]
+    order = ["node_id", "rank", "thread"] + [m.name for m in facts.metric_info]
+    return Normalized(
+        batch.nodes.drop_columns(["run_id"]),
+        batch.edges.drop_columns(["run_id"]),
+        batch.metrics.select(order),
+        facts.metric_info,
+        facts.ranks,
+        facts.threads,
+    )

@@ -1,12 +1,12 @@
 -- name: exclusive
--- purpose: exclusive = inclusive - sum of the children's inclusive, per (node, rank, thread), in long form
+-- purpose: exclusive = inclusive - sum of the children's inclusive, per (run, node, rank, thread), long form
 --          (for formats that only carry inclusive values; exact for trees)
 -- params: $inc  (inclusive metric names), $exc  (their exclusive names, same order)
--- input: metrics_t(node_id, rank, thread, <metrics>), edges_t(parent_id, child_id)
--- output: node_id, rank, thread, metric (an exclusive name), value DOUBLE
+-- input: metrics_t(run_id, node_id, rank, thread, <metrics>), edges_t(run_id, parent_id, child_id)
+-- output: run_id, node_id, rank, thread, metric (an exclusive name), value DOUBLE
 with long as (
     unpivot (
-        select node_id, rank, thread, columns(lambda c: list_contains($inc, c))
+        select run_id, node_id, rank, thread, columns(lambda c: list_contains($inc, c))
         from metrics_t
     )
     on columns(lambda c: list_contains($inc, c))
@@ -15,19 +15,21 @@ with long as (
 
 children as (
     select
+        l.run_id,
         e.parent_id as node_id,
         l.rank,
         l.thread,
         l.metric,
         sum(l.value) as value
     from long as l
-    inner join edges_t as e on l.node_id = e.child_id
+    inner join edges_t as e on l.run_id = e.run_id and l.node_id = e.child_id
     where e.parent_id is not null
     group by all
 ),
 
 final as (
     select
+        l.run_id,
         l.node_id,
         l.rank,
         l.thread,
@@ -35,7 +37,8 @@ final as (
         (l.value - coalesce(c.value, 0))::double as value
     from long as l
     left join children as c
-        on l.node_id = c.node_id and l.rank = c.rank and l.thread = c.thread and l.metric = c.metric
+        on l.run_id = c.run_id and l.node_id = c.node_id and l.rank = c.rank and l.thread = c.thread
+        and l.metric = c.metric
 )
 
 select * from final

@@ -1,21 +1,24 @@
 -- name: location_counts
--- purpose: how many ranks a run has, and the most threads any rank has
+-- purpose: per run, how many ranks it has and the most threads any rank has
 -- params: none
--- input: metrics_t(node_id, rank, thread, ...)
--- output: ranks BIGINT, threads BIGINT (one row)
+-- input: metrics_t(run_id, node_id, rank, thread, ...)
+-- output: run_id, ranks BIGINT, threads BIGINT
 with per_rank as (
     select
+        run_id,
         rank,
         count(distinct thread) as n_threads
     from metrics_t
-    group by rank
+    group by run_id, rank
 ),
 
 final as (
     select
+        run_id,
         count(*) as ranks,
-        coalesce(max(n_threads), 0) as threads
+        max(n_threads) as threads
     from per_rank
+    group by run_id
 )
 
 select * from final

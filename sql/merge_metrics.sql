@@ -1,11 +1,12 @@
 -- name: merge_metrics
 -- purpose: add derived metric columns to a wide metrics table (a node may have rows on one side only)
 -- params: none
--- input: metrics_t(node_id, rank, thread, ...), derived_t(node_id, rank, thread, ...) with disjoint metric names
--- output: node_id, rank, thread, metrics_t's metric columns, derived_t's metric columns; sorted
+-- input: metrics_t(run_id, node_id, rank, thread, ...), derived_t(run_id, node_id, rank, thread, ...) with
+--        disjoint metric names
+-- output: run_id, node_id, rank, thread, metrics_t's metric columns, derived_t's metric columns; sorted
 with final as (
     select * from metrics_t
-    full outer join derived_t using (node_id, rank, thread)
+    full outer join derived_t using (run_id, node_id, rank, thread)
 )
 
-select * from final order by node_id, rank, thread
+select * from final order by run_id, node_id, rank, thread

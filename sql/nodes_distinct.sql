@@ -1,10 +1,11 @@
 -- name: nodes_distinct
--- purpose: one row per call-path id (local nodes with identical call paths merge)
+-- purpose: one row per (run, call-path id): local nodes with identical call paths merge
 -- params: none
 -- input: local_nodes (output of normalize_nodes)
--- output: node_id, parent_id, depth, name, type, file, line, end_line, module; sorted by node_id
+-- output: run_id, node_id, parent_id, depth, name, type, file, line, end_line, module; sorted by run, node
 with final as (
     select
+        run_id,
         node_id,
         any_value(parent_id) as parent_id,
         any_value(depth) as depth,
@@ -15,7 +16,7 @@ with final as (
         min(end_line) as end_line,
         any_value(module) as module
     from local_nodes
-    group by node_id
+    group by run_id, node_id
 )
 
-select * from final order by node_id
+select * from final order by run_id, node_id

@@ -132,3 +132,17 @@ def test_graphframe_from_lake_keeps_metric_roles(two_runs, lake):
     df = gf.dataframe.xs(0, level="rank")
     for node in gf.graph.traverse():  # an inclusive value covers its children's
         assert df.loc[node, "time (inc)"] >= sum(df.loc[c, "time (inc)"] for c in node.children)
+
+
+def test_catalog_counts_match_the_tables(two_runs, lake):
+    lake.ingest(two_runs)
+    df = lake.sql(
+        """
+        select r.run_id, r.n_nodes, r.ranks, r.threads,
+               (select count(*) from nodes n where n.run_id = r.run_id) as nodes_rows,
+               (select count(distinct rank) from metrics m where m.run_id = r.run_id) as ranks_seen
+        from runs r
+        """
+    )
+    assert (df["n_nodes"] == df["nodes_rows"]).all() and (df["ranks"] == df["ranks_seen"]).all()
+    assert (df["ranks"] == 4).all() and (df["threads"] == 1).all()

@@ -1,0 +1,235 @@
+"""Safe, streaming parse of an HPCToolkit ``experiment.xml`` (formats.md 1.4, 1.5, 1.7).
+
+The file is fed to expat in 1 MiB chunks; nothing is kept of an element once its end tag is seen, so memory
+grows with the calling-context tree (what the reader returns anyway), never with the document.
+
+Safety: the embedded DTD of real databases (``<!ELEMENT>``/``<!ATTLIST>`` declarations) is accepted, but any
+``<!ENTITY>`` declaration (internal, external, parameter or unparsed) and any external DTD (``SYSTEM``/``PUBLIC``)
+raise a :class:`ReaderError` at once, so there is no entity expansion (billion laughs), no file or network
+access.  References to undeclared entities are expat errors, also reported as ReaderError.
+
+Tree building (who becomes a node, how it is named):
+
+* ``PF`` / ``Pr`` -> a ``function`` frame named after the procedure; a ``PF`` whose XML parent is a call
+  site ``C`` with a non-zero line gets Hatchet's ``<call line>:<name>`` prefix.  Only call-site lines are used as
+  prefixes (Hatchet also uses a parent PF's or loop's line: formats.md B.3).  A ``Pr`` with an empty name is
+  skipped, its children hang under the nearest kept ancestor.
+* ``C`` is not a node: it gives its callee's name prefix and nothing else.
+* ``L`` -> a ``loop`` frame ``Loop@<basename(file)>:<line>``.
+* ``S`` -> a ``statement`` frame ``<basename(file)>:<line>`` whose file is the one of its *enclosing*
+  PF/Pr/L (Hatchet takes the most recently visited one in document order, formats.md B.1).
+* ``<unknown file>...`` / ``<unknown load module>`` become a null file/module and line 0 a null line; names keep
+  Hatchet's spelling (``<unknown file>:0``).
+
+For every statement the parser records the PF/Pr/L scopes it is nested in up to its procedure frame
+(``stmt_pairs``), which is what the reader needs to make HPCToolkit's nested exclusive values additive.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from xml.parsers import expat
+
+from perflake.errors import ReaderError
+
+CHUNK = 1 << 20
+_INT_RE = re.compile(r"^\s*(-?\d+)(?:\s*-\s*(-?\d+))?\s*$")
+
+
+@dataclass
+class ParsedExperiment:
+    """What the reader needs from experiment.xml (frames as parallel lists, parents before children)."""
+
+    version: str | None = None
+    program: str | None = None
+    profile_name: str | None = None
+    info: dict = field(default_factory=dict)  # Header / SecHeader Info NV pairs
+    metric_dbs: list[dict] = field(default_factory=list)  # MetricDB attributes
+    metric_units: dict = field(default_factory=dict)  # MetricTable name -> Info NV "units"
+    totals: dict = field(default_factory=dict)  # MetricTable name -> summary value of the implicit root
+    parent: list[int] = field(default_factory=list)
+    name: list[str] = field(default_factory=list)
+    type: list[str] = field(default_factory=list)
+    file: list[str | None] = field(default_factory=list)
+    line: list[int | None] = field(default_factory=list)
+    end_line: list[int | None] = field(default_factory=list)
+    module: list[str | None] = field(default_factory=list)
+    xml_id: list[int] = field(default_factory=list)  # CCT id ``i`` (metric-db row = id - 1), 0 when absent
+    stmt_pairs: list[tuple[int, int]] = field(default_factory=list)  # (enclosing scope node, statement node)
+
+
+def _lines(value: str | None) -> tuple[int | None, int | None]:
+    """``l`` attribute -> (first line, last line); "0" (HPCToolkit's unknown) and garbage -> None."""
+    m = _INT_RE.match(value or "")
+    if not m:
+        return None, None
+    first = int(m.group(1))
+    last = int(m.group(2)) if m.group(2) is not None else None
+    return (first or None), last
+
+
+def _prefix_line(value: str | None) -> str | None:
+    m = _INT_RE.match(value or "")
+    return m.group(1) if m and int(m.group(1)) != 0 else None
+
+
+def _known(value: str | None, unknown: str) -> str | None:
+    return None if value is None or value.startswith(unknown) else value
+
+
+class _Handler:
+    """expat callbacks; ``ctx`` stack entries are (parent node, scope file, scope chain, call-site line)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.out = ParsedExperiment()
+        self.tables: dict[str, dict[str, str]] = {"LoadModule": {}, "File": {}, "Procedure": {}}
+        self.tags: list[str] = []
+        self.ctx: list[tuple] = []
+        self.in_data = False
+        self.seen_root = False
+        self.metric_name: str | None = None  # MetricTable Metric being read (for its units)
+        self.base: dict[str, str] = {}  # basename cache
+
+    # -- safety ----------------------------------------------------------------------------------------
+    def entity_decl(self, name, *_args):
+        raise ReaderError(self.path, f"entity declaration <!ENTITY {name} ...> refused (no entity expansion)")
+
+    def doctype(self, name, sysid, pubid, _has_internal):
+        if sysid or pubid:
+            raise ReaderError(self.path, f"external DTD {sysid or pubid!r} refused (no external resources)")
+
+    # -- elements --------------------------------------------------------------------------------------
+    def start(self, tag: str, attrs: dict):
+        tags = self.tags
+        if self.in_data:
+            self._cct(tag, attrs)
+        elif not self.seen_root:
+            if tag != "HPCToolkitExperiment":
+                raise ReaderError(self.path, f"root element is <{tag}>, not <HPCToolkitExperiment>")
+            self.seen_root = True
+            self.out.version = attrs.get("version")
+        elif tag in self.tables and tags and tags[-1] == tag + "Table":
+            self.tables[tag][attrs.get("i", "")] = attrs.get("n", "")
+        elif tag == "MetricDB":
+            self.out.metric_dbs.append(dict(attrs))
+        elif tag == "Metric" and tags and tags[-1] == "MetricTable":
+            self.metric_name = attrs.get("n")
+        elif tag == "NV":
+            self._nv(attrs)
+        elif tag == "SecCallPathProfileData":
+            self.in_data = True
+            self.ctx.append((-1, None, (), None))
+        elif tag == "Header":
+            self.out.program = attrs.get("n")
+        elif tag == "SecCallPathProfile":
+            self.out.profile_name = attrs.get("n")
+        tags.append(tag)
+
+    def end(self, tag: str):
+        self.tags.pop()
+        if self.in_data:
+            self.ctx.pop()
+            if tag == "SecCallPathProfileData":
+                self.in_data = False
+        elif tag == "Metric":
+            self.metric_name = None
+
+    def _nv(self, attrs):
+        owner = self.tags[-2] if len(self.tags) >= 2 else None
+        if self.metric_name is not None and owner == "Metric" and attrs.get("n") == "units":
+            self.out.metric_units[self.metric_name] = attrs.get("v")
+        elif owner in ("Header", "SecHeader") and attrs.get("n"):
+            self.out.info[attrs["n"]] = attrs.get("v")
+
+    def _basename(self, file: str | None) -> str:
+        if file is None:
+            return "<unknown file>"
+        b = self.base.get(file)
+        if b is None:
+            b = self.base[file] = os.path.basename(file) or file
+        return b
+
+    def _lookup(self, table: str, key: str | None) -> str | None:
+        """A table id, or (DTD: "a string or an id") the literal string itself."""
+        if key is None:
+            return None
+        return self.tables[table].get(key, key)
+
+    def _node(self, tag, parent, name, kind, file, lines, module, attrs) -> int:
+        o = self.out
+        nid = len(o.parent)
+        o.parent.append(parent)
+        o.name.append(name)
+        o.type.append(kind)
+        o.file.append(_known(file, "<unknown file>"))
+        o.line.append(lines[0])
+        o.end_line.append(lines[1])
+        o.module.append(_known(module, "<unknown load module>"))
+        try:
+            o.xml_id.append(int(attrs.get("i", 0)))
+        except ValueError:
+            raise ReaderError(self.path, f"<{tag}> has a non-integer id i={attrs.get('i')!r}") from None
+        return nid
+
+    def _cct(self, tag: str, attrs: dict):
+        parent, sfile, chain, cline = ctx = self.ctx[-1]
+        if tag == "M":
+            if len(self.ctx) == 1:  # summary values of the implicit root (node id 1)
+                self.out.totals[attrs.get("n", "")] = attrs.get("v")
+            self.ctx.append(ctx)
+        elif tag == "S":
+            nid = self._node(tag, parent, f"{self._basename(sfile)}:{attrs.get('l', '0')}", "statement", sfile,
+                             _lines(attrs.get("l")), None, attrs)
+            self.out.stmt_pairs.extend((a, nid) for a in chain)
+            self.ctx.append((nid, sfile, chain, None))
+        elif tag == "C":
+            self.ctx.append((parent, sfile, (), _prefix_line(attrs.get("l"))))
+        elif tag in ("PF", "Pr"):
+            name = self._lookup("Procedure", attrs.get("n")) or ""
+            file = self._lookup("File", attrs.get("f"))
+            if tag == "Pr" and not name:
+                self.ctx.append((parent, file or sfile, chain, None))
+                return
+            if tag == "PF" and cline is not None:
+                name = f"{cline}:{name}"
+            nid = self._node(tag, parent, name, "function", file, _lines(attrs.get("l")),
+                             self._lookup("LoadModule", attrs.get("lm")), attrs)
+            self.ctx.append((nid, file, (nid,) if tag == "PF" else chain + (nid,), None))
+        elif tag == "L":
+            file = self._lookup("File", attrs.get("f")) or sfile
+            nid = self._node(tag, parent, f"Loop@{self._basename(file)}:{attrs.get('l', '0')}", "loop", file,
+                             _lines(attrs.get("l")), None, attrs)
+            self.ctx.append((nid, file, chain + (nid,), None))
+        else:  # A and anything unknown: transparent
+            self.ctx.append(ctx)
+
+
+def parse_experiment(path: str) -> ParsedExperiment:
+    """Stream-parse ``path`` (experiment.xml); raise ReaderError naming it on malformed or hostile input."""
+    h = _Handler(path)
+    p = expat.ParserCreate()
+    p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    p.StartDoctypeDeclHandler = h.doctype
+    p.EntityDeclHandler = h.entity_decl
+    p.UnparsedEntityDeclHandler = h.entity_decl
+    p.ExternalEntityRefHandler = lambda *a: h.entity_decl(a[0] or "?")
+    p.StartElementHandler = h.start
+    p.EndElementHandler = h.end
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(CHUNK):
+                p.Parse(chunk, False)
+            p.Parse(b"", True)
+    except OSError as exc:
+        raise ReaderError(path, f"cannot read: {exc.strerror or exc}") from None
+    except expat.ExpatError as exc:
+        raise ReaderError(path, f"malformed XML at line {exc.lineno}, column {exc.offset}: "
+                                f"{expat.ErrorString(exc.code)}") from None
+    if not h.seen_root:
+        raise ReaderError(path, "no <HPCToolkitExperiment> element")
+    if not h.out.metric_dbs:
+        raise ReaderError(path, "no <MetricDB> entries: not a database written by hpcprof")
+    return h.out
