@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 
-_APP_KEYS = ("Executable", "executable", "spot.executable", "cmdline", "Command Line")
+_APP_KEYS = ("Executable", "executable", "executablepath", "spot.executable", "cmdline", "Command Line", "title")
 _HOST_KEYS = ("Hostname", "hostname", "cluster", "Node Name")
 _TIME_KEYS = ("launchdate", "Starting Timestamp", "date")
 
@@ -23,9 +23,16 @@ def _timestamp(value) -> dt.datetime | None:
     return None
 
 
+def _first_string(value) -> str | None:
+    """A string, or the first element of a list of strings (Adiak writes cmdline as a list)."""
+    if isinstance(value, list) and value:
+        value = value[0]
+    return value if isinstance(value, str) and value.strip() else None
+
+
 def promote(metadata: dict, ranks: int) -> dict:
     """The catalog columns app, nprocs, launch_time, hostname from a run's metadata."""
-    app = next((metadata[k] for k in _APP_KEYS if isinstance(metadata.get(k), str)), None)
+    app = next((_first_string(metadata.get(k)) for k in _APP_KEYS if _first_string(metadata.get(k))), None)
     if app:
         app = os.path.basename(app.split()[0]) if app.strip() else None
     stamp = next((t for t in (_timestamp(metadata.get(k)) for k in _TIME_KEYS) if t is not None), None)

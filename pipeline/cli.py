@@ -103,13 +103,11 @@ def cmd_compare(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    from perflake.generators import write_tau_runs
+    from perflake.generators import WRITERS
 
-    if args.format != "tau":
-        raise PerflakeError(f"generate: format {args.format!r} is not available yet (available: tau)")
-    dirs = write_tau_runs(args.out, nodes=args.nodes, ranks=args.ranks, runs=args.runs, seed=args.seed,
-                          threads=args.threads)
-    print(f"wrote {len(dirs)} TAU runs ({args.nodes} nodes x {args.ranks} ranks) under {args.out}")
+    extra = {"threads": args.threads} if args.threads != 1 else {}
+    paths = WRITERS[args.format](args.out, nodes=args.nodes, ranks=args.ranks, runs=args.runs, seed=args.seed, **extra)
+    print(f"wrote {len(paths)} {args.format} runs ({args.nodes} nodes x {args.ranks} ranks) under {args.out}")
     return EXIT_OK
 
 
@@ -179,7 +177,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_compare)
 
     sp = sub.add_parser("generate", help="write synthetic profiles in a real format (deterministic by seed)")
-    sp.add_argument("format", choices=["tau"])
+    sp.add_argument("format", choices=["caliper", "hpctoolkit", "tau"])
     sp.add_argument("out")
     sp.add_argument("--nodes", type=int, default=200)
     sp.add_argument("--ranks", type=int, default=16)

@@ -13,6 +13,8 @@ from types import MappingProxyType
 from perflake.errors import FormatNotRecognized
 
 _REGISTRY = {
+    "caliper": "perflake.readers.caliper",
+    "hpctoolkit": "perflake.readers.hpctoolkit",
     "tau": "perflake.readers.tau",
 }
 REGISTRY = MappingProxyType(_REGISTRY)

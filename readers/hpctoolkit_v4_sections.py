@@ -55,16 +55,19 @@ class Blob:
             raise ReaderError(path, f"wrong HPCToolkit file kind {got!r} at bytes 10-13, expected {fmt!r}")
         self.major, self.minor = self.data[14], self.data[15]
         if self.major != MAJOR:
-            raise ReaderError(path, f"HPCToolkit database version {self.major}.{self.minor} is not supported (need 4.x)")
+            raise ReaderError(path, f"HPCToolkit database version {self.major}.{self.minor} is not supported (4.x)")
         footer = FOOTERS.get(fmt)
         if footer and self.data[-8:] != footer:
-            raise ReaderError(path, f"truncated or damaged: the file ({n} bytes) does not end with the {footer.decode()!r} footer")
+            raise ReaderError(
+                path, f"truncated or damaged: the file ({n} bytes) does not end with the {footer.decode()!r} footer"
+            )
 
     def need(self, off: int, size: int, what: str) -> None:
         if off < 0 or size < 0 or off + size > len(self.data):
             raise ReaderError(
                 self.path,
-                f"truncated or damaged: {what} at offset {off} ({size} bytes) lies past the end of the file ({len(self.data)} bytes)",
+                f"truncated or damaged: {what} at offset {off} ({size} bytes) lies past the end of the file "
+                f"({len(self.data)} bytes)",
             )
 
     def unpack(self, fmt: str, off: int, what: str) -> tuple:
@@ -95,7 +98,7 @@ class Blob:
         """``count`` structures of layout ``fmt`` at ``ptr`` strided by the file's own ``stride``."""
         size = struct.calcsize(fmt)
         if stride < size and count:
-            raise ReaderError(self.path, f"{what}: recorded structure size {stride} is smaller than the {size} bytes of version 4.0")
+            raise ReaderError(self.path, f"{what}: recorded structure size {stride} is below the {size} bytes of v4.0")
         self.need(ptr, stride * count, f"{what} array")
         return [struct.unpack_from(fmt, self.data, ptr + i * stride) for i in range(count)]
 
@@ -132,7 +135,8 @@ class Meta:
     title: str | None
     description: str | None
     kinds: list[str]
-    metrics: list[dict]  # {name, scopes: [{scope, type, index, prop_id}], summaries: [{scope, formula, combine, stat_id}]}
+    metrics: list[dict]  # {name, scopes: [{scope, type, index, prop_id}],
+    #                       summaries: [{scope, type, index, formula, combine, stat_id}]}
     modules: dict[int, str]
     files: dict[int, str]
     functions: dict[int, tuple]  # pointer -> (name, module pointer, offset, file pointer, line)
@@ -154,12 +158,14 @@ def _metrics(b: Blob) -> list[dict]:
 
     def scope(ptr: int) -> dict:
         if ptr not in scopes:
-            raise ReaderError(b.path, f"damaged: a metric refers to propagation scope at offset {ptr}, which is not listed")
+            raise ReaderError(b.path, f"damaged: a metric refers to an unlisted propagation scope at offset {ptr}")
         return scopes[ptr]
 
     out = []
-    for p_name, p_insts, p_sums, n_insts, n_sums in b.records("<QQQHH", p_metrics, n_metrics, sz_metric, "metric descriptions"):
-        insts = [{**scope(ps), "prop_id": mid} for ps, mid in b.records("<QH", p_insts, n_insts, sz_inst, "propagated sub-metrics")]
+    descriptions = b.records("<QQQHH", p_metrics, n_metrics, sz_metric, "metric descriptions")
+    for p_name, p_insts, p_sums, n_insts, n_sums in descriptions:
+        insts = b.records("<QH", p_insts, n_insts, sz_inst, "propagated sub-metrics")
+        insts = [{**scope(ps), "prop_id": mid} for ps, mid in insts]
         sums = [
             {**scope(ps), "formula": b.cstr(pf, "summary formula"), "combine": comb, "stat_id": sid}
             for ps, pf, comb, sid in b.records("<QQBxH", p_sums, n_sums, sz_summary, "summary statistics")
@@ -182,7 +188,9 @@ def _context_tree(b: Blob) -> Contexts:
 
     def check_array(ptr: int, nbytes: int, whose: str) -> None:
         if nbytes and (ptr < sec or ptr + nbytes > limit):
-            raise ReaderError(b.path, f"damaged: child contexts of {whose} at offset {ptr} ({nbytes} bytes) lie outside the context tree section")
+            raise ReaderError(
+                b.path, f"damaged: children of {whose} at offset {ptr} ({nbytes} bytes) are outside the tree section"
+            )
 
     stack = []
     entries = b.records("<QQIH2xQ", p_entries, n_entries, sz_entry, "entry points")
@@ -222,11 +230,11 @@ def _context_tree(b: Blob) -> Contexts:
                 fields["module"], fields["offset"] = words[w], words[w + 1]
                 w += 2
         except IndexError:
-            raise ReaderError(b.path, f"damaged: context {ctx_id} has flags {flags} but only {n_flex} flex words") from None
+            raise ReaderError(b.path, f"damaged: context {ctx_id} has flags {flags} but {n_flex} flex words") from None
         kind = LEXICAL.get(lexical, f"lexical type {lexical}")
         me = out.add(ctx_id, parent, kind, relation, **fields)
         if len(out.ctx_id) > max_items:
-            raise ReaderError(b.path, "damaged: the context tree has more contexts than its section can hold (a cycle?)")
+            raise ReaderError(b.path, "damaged: the context tree has more contexts than its section holds (a cycle?)")
         stack.append((ptr + step, end, parent))
         check_array(p_children, sz, f"context {ctx_id}")
         stack.append((p_children, p_children + sz, me))
@@ -246,7 +254,8 @@ def read_meta(path: str) -> Meta:
     files = {p_file + i * sz_file: b.cstr(p, "file path") for i, (_, p) in enumerate(fils)}
     p_fn, sz_fn, fns = _table(b, 7, "functions", "<QQQQI")
     functions = {
-        p_fn + i * sz_fn: (b.cstr(pn, "function name"), pm, off, pf, line) for i, (pn, pm, off, pf, line) in enumerate(fns)
+        p_fn + i * sz_fn: (b.cstr(pn, "function name"), pm, off, pf, line)
+        for i, (pn, pm, off, pf, line) in enumerate(fns)
     }
     return Meta(
         title=b.cstr(p_title, "title"),
@@ -292,12 +301,12 @@ def read_profiles(path: str) -> Profiles:
         vals = b.array(_VALUE, p_vals, n_vals, f"values of profile {i}")
         idx = b.array(_CTX_INDEX, p_idx, n_ctx, f"context index of profile {i}")
         starts = idx["start"].astype(np.int64)
-        if n_ctx and (starts[0] != 0 or np.any(np.diff(starts) < 0) or starts[-1] > n_vals):
+        if (n_ctx == 0 and n_vals) or n_ctx and (starts[0] != 0 or np.any(np.diff(starts) < 0) or starts[-1] > n_vals):
             raise ReaderError(path, f"damaged: context index of profile {i} does not partition its {n_vals} values")
         if n_ctx > 1 and np.any(np.diff(idx["ctx"].astype(np.int64)) <= 0):
             raise ReaderError(path, f"damaged: context ids of profile {i} are not sorted")
         counts = np.diff(np.append(starts, n_vals))
-        infos.append({"index": i, "summary": bool(flags & 1), "id_tuple": _id_tuple(b, p_tuple, i)})
+        infos.append({"index": i, "summary": bool(flags & 1), "values": n_vals, "id_tuple": _id_tuple(b, p_tuple, i)})
         parts.append((np.full(n_vals, i, np.int32), np.repeat(idx["ctx"], counts), vals["metric"], vals["value"]))
     if not infos:
         raise ReaderError(path, "damaged: no profiles (not even the summary profile)")

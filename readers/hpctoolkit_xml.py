@@ -22,61 +22,66 @@ Tree building (who becomes a node, how it is named):
   Hatchet's spelling (``<unknown file>:0``).
 
 For every statement the parser records the PF/Pr/L scopes it is nested in up to its procedure frame
-(``stmt_pairs``), which is what the reader needs to make HPCToolkit's nested exclusive values additive.
+(``stmt_scope``/``stmt_node``), which is what the reader needs to make HPCToolkit's nested exclusive values additive.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from array import array
 from dataclasses import dataclass, field
 from xml.parsers import expat
 
 from perflake.errors import ReaderError
 
 CHUNK = 1 << 20
+TYPES = ("function", "loop", "statement")  # ParsedExperiment.type codes
+FUNCTION, LOOP, STATEMENT = range(3)
 _INT_RE = re.compile(r"^\s*(-?\d+)(?:\s*-\s*(-?\d+))?\s*$")
 
 
 @dataclass
 class ParsedExperiment:
-    """What the reader needs from experiment.xml (frames as parallel lists, parents before children)."""
+    """What the reader needs from experiment.xml: frames as parallel columns, parents before children.
+
+    Numbers are kept in compact arrays (a line or end line of 0 means unknown) and names are de-duplicated,
+    so memory stays a small multiple of the number of nodes.
+    """
 
     version: str | None = None
     program: str | None = None
     profile_name: str | None = None
     info: dict = field(default_factory=dict)  # Header / SecHeader Info NV pairs
     metric_dbs: list[dict] = field(default_factory=list)  # MetricDB attributes
+    metric_table: dict = field(default_factory=dict)  # MetricTable id -> name
     metric_units: dict = field(default_factory=dict)  # MetricTable name -> Info NV "units"
-    totals: dict = field(default_factory=dict)  # MetricTable name -> summary value of the implicit root
-    parent: list[int] = field(default_factory=list)
+    totals: dict = field(default_factory=dict)  # MetricTable id -> summary value of the implicit root
+    parent: array = field(default_factory=lambda: array("i"))
     name: list[str] = field(default_factory=list)
-    type: list[str] = field(default_factory=list)
+    type: array = field(default_factory=lambda: array("b"))  # index into TYPES
     file: list[str | None] = field(default_factory=list)
-    line: list[int | None] = field(default_factory=list)
-    end_line: list[int | None] = field(default_factory=list)
+    line: array = field(default_factory=lambda: array("q"))
+    end_line: array = field(default_factory=lambda: array("q"))
     module: list[str | None] = field(default_factory=list)
-    xml_id: list[int] = field(default_factory=list)  # CCT id ``i`` (metric-db row = id - 1), 0 when absent
-    stmt_pairs: list[tuple[int, int]] = field(default_factory=list)  # (enclosing scope node, statement node)
+    xml_id: array = field(default_factory=lambda: array("q"))  # CCT id ``i`` (metric-db row = id - 1), 0 when absent
+    stmt_scope: array = field(default_factory=lambda: array("i"))  # (enclosing PF/Pr/L node, statement node) pairs
+    stmt_node: array = field(default_factory=lambda: array("i"))
 
 
-def _lines(value: str | None) -> tuple[int | None, int | None]:
-    """``l`` attribute -> (first line, last line); "0" (HPCToolkit's unknown) and garbage -> None."""
+def _lines(value: str | None) -> tuple[int, int]:
+    """``l`` attribute -> (first line, last line); 0 for unknown (HPCToolkit's own "0", absent, garbage)."""
+    if value is not None and value.isdigit():
+        return int(value), 0
     m = _INT_RE.match(value or "")
     if not m:
-        return None, None
-    first = int(m.group(1))
-    last = int(m.group(2)) if m.group(2) is not None else None
-    return (first or None), last
+        return 0, 0
+    return max(int(m.group(1)), 0), max(int(m.group(2) or 0), 0)
 
 
 def _prefix_line(value: str | None) -> str | None:
     m = _INT_RE.match(value or "")
     return m.group(1) if m and int(m.group(1)) != 0 else None
-
-
-def _known(value: str | None, unknown: str) -> str | None:
-    return None if value is None or value.startswith(unknown) else value
 
 
 class _Handler:
@@ -92,6 +97,8 @@ class _Handler:
         self.seen_root = False
         self.metric_name: str | None = None  # MetricTable Metric being read (for its units)
         self.base: dict[str, str] = {}  # basename cache
+        self.names: dict[str, str] = {}  # one string object per distinct name
+        self.known: dict[str | None, str | None] = {None: None}  # file/module -> itself, or None if "<unknown ..."
 
     # -- safety ----------------------------------------------------------------------------------------
     def entity_decl(self, name, *_args):
@@ -117,6 +124,7 @@ class _Handler:
             self.out.metric_dbs.append(dict(attrs))
         elif tag == "Metric" and tags and tags[-1] == "MetricTable":
             self.metric_name = attrs.get("n")
+            self.out.metric_table[attrs.get("i")] = self.metric_name
         elif tag == "NV":
             self._nv(attrs)
         elif tag == "SecCallPathProfileData":
@@ -158,20 +166,27 @@ class _Handler:
             return None
         return self.tables[table].get(key, key)
 
+    def _known(self, value: str | None) -> str | None:
+        try:
+            return self.known[value]
+        except KeyError:
+            known = self.known[value] = None if value.startswith(("<unknown file>", "<unknown load module>")) else value
+            return known
+
     def _node(self, tag, parent, name, kind, file, lines, module, attrs) -> int:
         o = self.out
         nid = len(o.parent)
-        o.parent.append(parent)
-        o.name.append(name)
-        o.type.append(kind)
-        o.file.append(_known(file, "<unknown file>"))
-        o.line.append(lines[0])
-        o.end_line.append(lines[1])
-        o.module.append(_known(module, "<unknown load module>"))
         try:
             o.xml_id.append(int(attrs.get("i", 0)))
         except ValueError:
             raise ReaderError(self.path, f"<{tag}> has a non-integer id i={attrs.get('i')!r}") from None
+        o.parent.append(parent)
+        o.name.append(self.names.setdefault(name, name))
+        o.type.append(kind)
+        o.file.append(self._known(file))
+        o.line.append(lines[0])
+        o.end_line.append(lines[1])
+        o.module.append(self._known(module))
         return nid
 
     def _cct(self, tag: str, attrs: dict):
@@ -181,9 +196,10 @@ class _Handler:
                 self.out.totals[attrs.get("n", "")] = attrs.get("v")
             self.ctx.append(ctx)
         elif tag == "S":
-            nid = self._node(tag, parent, f"{self._basename(sfile)}:{attrs.get('l', '0')}", "statement", sfile,
+            nid = self._node(tag, parent, f"{self._basename(sfile)}:{attrs.get('l', '0')}", STATEMENT, sfile,
                              _lines(attrs.get("l")), None, attrs)
-            self.out.stmt_pairs.extend((a, nid) for a in chain)
+            self.out.stmt_scope.extend(chain)
+            self.out.stmt_node.extend([nid] * len(chain))
             self.ctx.append((nid, sfile, chain, None))
         elif tag == "C":
             self.ctx.append((parent, sfile, (), _prefix_line(attrs.get("l"))))
@@ -195,12 +211,12 @@ class _Handler:
                 return
             if tag == "PF" and cline is not None:
                 name = f"{cline}:{name}"
-            nid = self._node(tag, parent, name, "function", file, _lines(attrs.get("l")),
+            nid = self._node(tag, parent, name, FUNCTION, file, _lines(attrs.get("l")),
                              self._lookup("LoadModule", attrs.get("lm")), attrs)
             self.ctx.append((nid, file, (nid,) if tag == "PF" else chain + (nid,), None))
         elif tag == "L":
             file = self._lookup("File", attrs.get("f")) or sfile
-            nid = self._node(tag, parent, f"Loop@{self._basename(file)}:{attrs.get('l', '0')}", "loop", file,
+            nid = self._node(tag, parent, f"Loop@{self._basename(file)}:{attrs.get('l', '0')}", LOOP, file,
                              _lines(attrs.get("l")), None, attrs)
             self.ctx.append((nid, file, chain + (nid,), None))
         else:  # A and anything unknown: transparent

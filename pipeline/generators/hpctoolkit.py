@@ -1,0 +1,188 @@
+"""Writer of HPCToolkit databases in the old layout (``experiment.xml`` + ``*.metric-db``) from the synthetic model.
+
+Each run directory holds ``experiment.xml`` and one ``1.<exe>-<rank>-<thread>-<hostid>-<pid>-0.metric-db`` per
+rank and thread (formats.md section 1).  The calling-context tree is HPCToolkit's shape:
+
+* ``<program root>`` (libmonitor) -> call site (line 0) -> ``main``; every call of the model tree is a call site
+  ``C`` (line inside the caller) holding the callee's procedure frame ``PF``;
+* every procedure frame owns one statement ``S`` with (part of) its exclusive time; about a third of the
+  solver frames also have a loop ``L`` holding a second statement and all their call sites, so the database has
+  the PF > L > S nesting of real code (where Hatchet double counts exclusive time: formats.md B.2);
+* metric-db columns ``CPUTIME (usec) (I)`` and ``(E)`` with HPCToolkit's nested semantics: (E) of a PF is the sum
+  of all its statements at any loop depth, (E) of a loop the statements inside it, (E) of a call site 0,
+  (I) of a call site its callee's (I); row 0 is the implicit root (node id 1).
+
+Everything is a pure function of the arguments (no clock, no host facts): same seed, same bytes.
+"""
+from __future__ import annotations
+
+import pathlib
+import re
+import zlib
+
+import numpy as np
+
+from .calltree import CallTree, Metrics, make_metrics, make_tree, perturb
+from .names import MPI, ROOT_NAME, SOLVER, category, source_location
+
+MAGIC = b"HPCPROF-metricdb__00.10b"
+HEADER_SZ = len(MAGIC)  # what db-header-sz says; the two u32 counts follow it
+_APPS = ["lulesh2.0", "amg", "miniFE.x", "lmp", "nekbone", "xhpcg"]
+_MONITOR = "/opt/hpctoolkit/2023.08.1/lib/hpctoolkit/ext-libs/libmonitor.so.0.0.0"
+_LIBMPI = "/opt/cray/pe/mpich/8.1.25/ofi/gnu/9.1/lib/libmpi_gnu_91.so.12.0.0"
+_UNKNOWN_FILE = "<unknown file>"
+_DB_RE = re.compile(r"\.metric-db$")
+# our own minimal internal DTD subset (real databases embed the full HPCToolkit DTD)
+_DOCTYPE = """<!DOCTYPE HPCToolkitExperiment [
+<!ELEMENT HPCToolkitExperiment (Header, SecCallPathProfile*)>
+<!ATTLIST HPCToolkitExperiment version CDATA #REQUIRED>
+<!ATTLIST Pr a (1|0) "0">
+]>
+"""
+# component rows of the value matrix: 0 = zero, then one block of n rows per quantity
+_ZERO, _INC, _EXC, _SA, _SB, _LINC = 0, 1, 2, 3, 4, 5
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def _crc(text: str) -> int:
+    return zlib.crc32(text.encode("utf-8"))
+
+
+class _Layout:
+    """The XML text and, for every CCT id, which component gives its (I) and (E) values."""
+
+    def __init__(self, tree: CallTree, app: str, loop_share: float = 0.33):
+        n = len(tree)
+        exe = f"/home/hpcuser/apps/{app.split('.')[0]}/build/{app}"
+        modules, files, procs = {}, {}, {}
+
+        def table_id(table: dict, key: str) -> int:
+            return table.setdefault(key, len(table) + 1)
+
+        self.has_loop = np.array([category(nm) == SOLVER and nm != ROOT_NAME
+                                  and (_crc(nm + "#loop") % 1000) < loop_share * 1000 for nm in tree.names])
+        idx_i, idx_e = [(_INC, 0)], [(_ZERO, 0)]  # id 1: the implicit root
+        out = []
+        next_id = [2]
+
+        def element(tag: str, attrs: str, inc: tuple, exc: tuple, close: bool = False) -> None:
+            i = next_id[0]
+            next_id[0] += 1
+            idx_i.append(inc)
+            idx_e.append(exc)
+            out.append(f'<{tag} i="{i}" s="{i + 7}"{attrs}{"/" if close else ""}>\n')
+
+        def proc_frame(name: str, module: str, file: str, line: int, inc: tuple, exc: tuple) -> None:
+            attrs = (f' l="{line}" lm="{table_id(modules, module)}" f="{table_id(files, file)}"'
+                     f' n="{table_id(procs, name)}"')
+            element("PF", attrs, inc, exc)
+
+        proc_frame("<program root>", _MONITOR, _UNKNOWN_FILE, 0, (_INC, 0), (_ZERO, 0))
+        stack: list[int] = []  # open model nodes
+        parents = tree.parent.tolist()
+        depth = tree.depth.tolist()
+        for k in range(n):
+            while stack and depth[stack[-1]] >= depth[k]:
+                out.append("</L>\n" if self.has_loop[stack.pop()] else "")
+                out.append("</PF>\n</C>\n")
+            name = tree.names[k]
+            src, first, last = source_location(name)
+            is_mpi = category(name) == MPI
+            p = parents[k]
+            if p < 0:
+                call_line = 0
+            else:
+                _, pf, pl = source_location(tree.names[p])
+                call_line = pf + 1 + _crc(f"{tree.names[p]}->{name}") % max(1, pl - pf - 1)
+            element("C", f' l="{call_line}"', (_INC, k), (_ZERO, 0))
+            file = _UNKNOWN_FILE if is_mpi else src
+            proc_frame(name, _LIBMPI if is_mpi else exe, file, 0 if is_mpi else first, (_INC, k), (_EXC, k))
+            stmt = 0 if is_mpi else first + 1 + _crc(name + "#stmt") % max(1, last - first)
+            element("S", f' l="{stmt}"', (_SA, k), (_SA, k), close=True)
+            if self.has_loop[k]:
+                loop = first + 1 + _crc(name + "#L") % max(1, last - first)
+                element("L", f' l="{loop}" f="{table_id(files, file)}"', (_LINC, k), (_SB, k))
+                element("S", f' l="{loop + 1}"', (_SB, k), (_SB, k), close=True)
+            stack.append(k)
+        while stack:
+            out.append("</L>\n" if self.has_loop[stack.pop()] else "")
+            out.append("</PF>\n</C>\n")
+        out.append("</PF>\n")
+        self.n_ids = next_id[0] - 1
+        self.body = "".join(out)
+        self.comp_i = np.array([c * n + k for c, k in idx_i], dtype=np.int64)
+        self.comp_e = np.array([c * n + k for c, k in idx_e], dtype=np.int64)
+        self.tables = (modules, files, procs)
+        self.n_frames = 1 + 2 * n + 2 * int(self.has_loop.sum())  # PF + S (+ L + S): what a reader builds
+
+    def components(self, m: Metrics) -> np.ndarray:
+        """[6 * n, columns] int64: zero, inclusive, exclusive, statement A, statement B, loop inclusive."""
+        exc, inc = m.exclusive, m.inclusive
+        sa = np.where(self.has_loop[:, None], exc // 3, exc)
+        return np.concatenate([np.zeros_like(exc), inc, exc, sa, exc - sa, inc - sa])
+
+    def xml(self, program: str, total: int) -> str:
+        modules, files, procs = self.tables
+        tab = lambda tag, t: "".join(f'    <{tag} i="{i}" n="{_esc(k)}"/>\n' for k, i in t.items())  # noqa: E731
+        metrics = "".join(
+            f'    <Metric i="{2 + j}" n="CPUTIME (usec):Sum ({ie})" v="derived-incr" t="{kind}" partner="{3 - j}"'
+            f' show="1" show-percent="1">\n      <Info><NV n="units" v="events"/></Info>\n    </Metric>\n'
+            for j, (ie, kind) in enumerate((("I", "inclusive"), ("E", "exclusive"))))
+        dbs = "".join(
+            f'    <MetricDB i="{j}" n="CPUTIME (usec) ({ie})" t="{kind}" partner="{1 - j}" db-glob="*.metric-db"'
+            f' db-id="{j}" db-num-metrics="2" db-header-sz="{HEADER_SZ}"/>\n'
+            for j, (ie, kind) in enumerate((("I", "inclusive"), ("E", "exclusive"))))
+        return (
+            f'<?xml version="1.0"?>\n{_DOCTYPE}<HPCToolkitExperiment version="2.0">\n'
+            f'<Header n="{_esc(program)}">\n  <Info/>\n</Header>\n<SecCallPathProfile i="0" n="{_esc(program)}">\n'
+            f"<SecHeader>\n  <MetricTable>\n{metrics}  </MetricTable>\n  <MetricDBTable>\n{dbs}  </MetricDBTable>\n"
+            f"  <LoadModuleTable>\n{tab('LoadModule', modules)}  </LoadModuleTable>\n"
+            f"  <FileTable>\n{tab('File', files)}  </FileTable>\n"
+            f"  <ProcedureTable>\n{tab('Procedure', procs)}  </ProcedureTable>\n  <Info/>\n</SecHeader>\n"
+            f'<SecCallPathProfileData>\n<M n="2" v="{total}"/>\n{self.body}'
+            f"</SecCallPathProfileData>\n</SecCallPathProfile>\n</HPCToolkitExperiment>\n"
+        )
+
+
+def write_hpctoolkit_runs(out_dir, *, nodes: int, ranks: int, runs: int = 1, seed: int = 0,
+                          threads: int = 1) -> list[pathlib.Path]:
+    """Write ``runs`` HPCToolkit databases ``out_dir/run-000`` ... and return their directories.
+
+    Run 0 profiles ``make_tree(nodes, seed=seed)``, run k > 0 ``perturb(base, seed=seed * 1000 + k)``; the
+    metric seeds are those of the TAU writer, so the same arguments describe the same executions.
+    """
+    if nodes < 1 or ranks < 1 or threads < 1 or runs < 0 or seed < 0:
+        raise ValueError("nodes, ranks and threads must be >= 1; runs and seed >= 0")
+    out = pathlib.Path(out_dir)
+    app = _APPS[seed % len(_APPS)]
+    base = make_tree(nodes, seed=seed)
+    run_dirs: list[pathlib.Path] = []
+    for k in range(runs):
+        tree = base if k == 0 else perturb(base, seed=seed * 1000 + k)
+        m = make_metrics(tree, ranks, seed=seed * 1000 + k + 500, n_threads=threads, app_seed=seed)
+        layout = _Layout(tree, app)
+        comps = layout.components(m)
+        inc, exc = comps[layout.comp_i], comps[layout.comp_e]  # [n_ids, columns]
+        run_dir = out / f"run-{k:03d}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        xml = layout.xml(app, int(m.inclusive[0].sum()))
+        (run_dir / "experiment.xml").write_text(xml, encoding="utf-8", newline="\n")
+        header = MAGIC + np.array([layout.n_ids, 2], dtype=">u4").tobytes()
+        written = set()
+        for col in range(ranks * threads):
+            rank, thread = divmod(col, threads)
+            hostid = 0xA8C00000 + (seed * 37 + rank // 64) % 0x10000
+            pid = 10_000 + (seed * 7919 + rank * 131 + k * 17) % 50_000
+            name = f"1.{app}-{rank:06d}-{thread:03d}-{hostid:08x}-{pid}-0.metric-db"
+            rows = np.empty((layout.n_ids, 2), dtype=">f8")
+            rows[:, 0], rows[:, 1] = inc[:, col], exc[:, col]
+            (run_dir / name).write_bytes(header + rows.tobytes())
+            written.add(name)
+        for stale in run_dir.iterdir():  # files of an earlier, larger run in the same place
+            if _DB_RE.search(stale.name) and stale.name not in written and stale.is_file():
+                stale.unlink()
+        run_dirs.append(run_dir)
+    return run_dirs

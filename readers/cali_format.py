@@ -1,0 +1,295 @@
+"""Caliper native ``.cali`` text: lines -> context-tree nodes, attributes, snapshot records, globals.
+
+Format reference: ``shared/docs/formats.md`` section 4.  This module only parses; ``readers/caliper.py`` turns
+the result into perflake's frames and values.
+
+* one record per ``\\n``-terminated line, comma-separated fields ``key=v1=v2...``; a backslash makes the next
+  character literal and ``\\n`` is a newline (4.1).  Lines without a backslash (nearly all) are split with
+  ``str.split``; only escaped lines go through a tokenizer;
+* ``__rec=node`` adds a node (id, attribute id, value, parent) of the metadata/context tree; ``__rec=ctx`` is a
+  snapshot record (``ref`` node ids plus immediate ``attr``/``data`` pairs); ``__rec=globals`` the run metadata
+  (4.2).  Nodes 0-11 are the predefined bootstrap nodes;
+* an attribute is a node whose attribute is 8 (``cali.attribute.name``); its ancestors give its type (the type
+  node at the top), its property flags (the nearest ancestor of attribute 10) and its metadata such as
+  ``attribute.alias``, ``attribute.unit`` or ``adiak.type`` (every other ancestor).
+
+Any violation (unknown record kind, a reference to a node that was not defined before, unequal ``attr``/``data``
+lists, a last line without its newline) raises :class:`perflake.errors.ReaderError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from perflake.errors import ReaderError
+
+ASVALUE, HIDDEN, NESTED, GLOBAL = 1, 128, 256, 512
+NAME_ATTR, TYPE_ATTR, PROP_ATTR = 8, 9, 10
+_TYPES = ("usr", "int", "uint", "string", "addr", "double", "bool", "type")
+BOOTSTRAP = {i: (TYPE_ATTR, t, -1) for i, t in enumerate(_TYPES)}
+BOOTSTRAP.update({
+    8: (NAME_ATTR, "cali.attribute.name", 3),
+    9: (NAME_ATTR, "cali.attribute.type", 7),
+    10: (NAME_ATTR, "cali.attribute.prop", 1),
+    11: (TYPE_ATTR, "ptr", -1),
+})
+_TOKEN = re.compile(r"\\(.?)|([,=])|([^\\,=]+)", re.S)
+_NODE = re.compile(r"__rec=node,id=(\d+),attr=(\d+),data=([^,=\\]*)(?:,parent=(\d+))?")  # the usual node line
+_INT = re.compile(r"[+-]?\d+")
+_FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+@dataclass(frozen=True)
+class Attribute:
+    id: int
+    name: str
+    type: str
+    prop: int
+    meta: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def is_value(self) -> bool:
+        return bool(self.prop & ASVALUE)
+
+    @property
+    def is_hidden(self) -> bool:
+        return bool(self.prop & HIDDEN)
+
+    @property
+    def is_nested(self) -> bool:
+        return bool(self.prop & NESTED)
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.type in ("int", "uint", "double")  # not addr: an address is no measurement
+
+
+def split_escaped(line: str) -> list[list[str]]:
+    """Fields of a line that contains backslashes, each as [key, value, ...] with escapes resolved."""
+    fields, cur, buf = [], [], []
+    for m in _TOKEN.finditer(line):
+        group = m.lastindex
+        if group == 1:
+            c = m.group(1)
+            buf.append("\n" if c == "n" else c)
+        elif group == 2:
+            cur.append("".join(buf))
+            buf = []
+            if m.group(2) == ",":
+                fields.append(cur)
+                cur = []
+        else:
+            buf.append(m.group(3))
+    cur.append("".join(buf))
+    fields.append(cur)
+    return fields
+
+
+class CaliFile:
+    """The parsed content of one ``.cali`` file."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.nodes: dict[int, tuple[int, str, int]] = dict(BOOTSTRAP)  # id -> (attribute id, value, parent id)
+        self.records: list[tuple] = []  # (line, refs, attrs, values)
+        self.globals: list[tuple] = []
+        self._attrs: dict[int, Attribute] = {}
+
+    def error(self, line: int | None, problem: str) -> ReaderError:
+        return ReaderError(self.path, f"line {line}: {problem}" if line else problem)
+
+    def attribute(self, aid: int) -> Attribute:
+        """The attribute defined by node ``aid`` (type, properties, metadata from its ancestors)."""
+        attr = self._attrs.get(aid)
+        if attr is not None:
+            return attr
+        node = self.nodes.get(aid)
+        if node is None or node[0] != NAME_ATTR:
+            raise self.error(None, f"node {aid} is used as an attribute but does not define one")
+        typ, prop, meta = "usr", None, {}
+        parent = node[2]
+        while parent >= 0:
+            pattr, pvalue, parent_next = self.nodes[parent]
+            if pattr == TYPE_ATTR:
+                typ = pvalue
+            elif pattr == PROP_ATTR:
+                if prop is None:
+                    prop = int(pvalue) if _INT.fullmatch(pvalue) else 0
+            elif pattr != NAME_ATTR:
+                meta.setdefault(self.attribute(pattr).name, pvalue)
+            parent = parent_next
+        attr = self._attrs[aid] = Attribute(aid, node[1], typ, prop or 0, meta)
+        return attr
+
+
+def _fields(line: str) -> tuple[str | None, dict]:
+    """(record kind, {key: raw value}) of one line; a raw value is the text after ``key=`` (``v1=v2``), or,
+    for a line with escapes, the tuple of its unescaped values."""
+    if "\\" in line:
+        fields = split_escaped(line)
+        head = fields[0]
+        kind = head[1] if head[0] == "__rec" and len(head) == 2 else None
+        return kind, {f[0]: tuple(f[1:]) for f in fields[1:]}
+    parts = line.split(",")
+    head = parts[0]
+    kind = head[6:] if head.startswith("__rec=") and "=" not in head[6:] else None
+    rec = {}
+    for part in parts[1:]:
+        key, _, rest = part.partition("=")
+        rec[key] = rest
+    return kind, rec
+
+
+def _values(raw) -> list[str]:
+    return raw.split("=") if isinstance(raw, str) else list(raw)
+
+
+def _one(cf: CaliFile, lineno: int, rec: dict, key: str) -> str:
+    raw = rec[key]
+    values = _values(raw)
+    if len(values) != 1:
+        raise cf.error(lineno, f"{key}= of a node record holds {len(values)} values, expected 1")
+    return values[0]
+
+
+def parse(path: str) -> CaliFile:
+    """Parse ``path``; every node is checked to be defined before it is used."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise ReaderError(path, f"cannot read: {exc.strerror or exc}") from None
+    if not data.startswith(b"__rec="):
+        raise ReaderError(path, "not a Caliper .cali file: it does not start with '__rec='")
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    cf = CaliFile(path)
+    if lines[-1]:
+        raise cf.error(len(lines), f"truncated: the last line has no newline ({lines[-1][:60]!r})")
+    nodes, records, globs = cf.nodes, cf.records, cf.globals
+    known: dict = {}  # raw ref=/attr= value -> tuple of node ids, all defined
+
+    def ids(lineno: int, key: str, raw) -> tuple[int, ...]:
+        got = known.get(raw)
+        if got is None:
+            try:
+                got = tuple(map(int, _values(raw)))
+            except ValueError:
+                raise cf.error(lineno, f"{key}= holds {raw!r}, expected node ids") from None
+            missing = [n for n in got if n not in nodes]
+            if missing:
+                raise cf.error(lineno, f"the record refers to node {missing[0]}, which is not defined before it")
+            known[raw] = got
+        return got
+
+    node_line = _NODE.fullmatch
+    for lineno, line in enumerate(lines, 1):
+        m = node_line(line)
+        if m is not None:
+            nid, aid, value, parent = m.groups()
+            nid, aid, parent = int(nid), int(aid), int(parent) if parent else -1
+            if nid not in nodes and aid in nodes and (parent < 0 or parent in nodes):
+                nodes[nid] = (aid, value, parent)
+                continue
+        if not line:
+            continue
+        kind, rec = _fields(line)
+        if kind == "ctx" or kind == "globals":
+            refs = ids(lineno, "ref", rec["ref"]) if "ref" in rec else ()
+            attrs = ids(lineno, "attr", rec["attr"]) if "attr" in rec else ()
+            values = _values(rec["data"]) if "data" in rec else []
+            if len(attrs) != len(values):
+                raise cf.error(lineno, f"{len(attrs)} attr ids but {len(values)} data values")
+            (records if kind == "ctx" else globs).append((lineno, refs, attrs, values))
+        elif kind == "node":
+            try:
+                nid, aid = int(_one(cf, lineno, rec, "id")), int(_one(cf, lineno, rec, "attr"))
+                parent = int(_one(cf, lineno, rec, "parent")) if "parent" in rec else -1
+                value = _one(cf, lineno, rec, "data")
+            except (KeyError, ValueError):
+                problem = f"a node record needs integer id, attr and a data field: {line[:80]!r}"
+                raise cf.error(lineno, problem) from None
+            if aid not in nodes or (parent >= 0 and parent not in nodes):
+                missing = aid if aid not in nodes else parent
+                raise cf.error(lineno, f"node {nid} refers to node {missing}, which is not defined before it")
+            node = (aid, value, parent)
+            if nodes.setdefault(nid, node) != node:  # a redefinition could close a parent cycle
+                raise cf.error(lineno, f"node {nid} is defined twice, differently")
+        elif kind is None:
+            raise cf.error(lineno, f"a record must start with __rec=<kind>, found {line[:60]!r}")
+        else:
+            raise cf.error(lineno, f"unknown record kind __rec={kind!r} (expected node, ctx or globals)")
+    if not records and not globs:
+        raise cf.error(None, "no ctx or globals record: an empty or truncated file")
+    return cf
+
+
+# -- run metadata ------------------------------------------------------------------------------------------
+
+
+def guess(text: str):
+    """int, else float, else the string (for values whose type the file does not declare)."""
+    t = text.strip()
+    if _INT.fullmatch(t):
+        return int(t)
+    if _FLOAT.fullmatch(t):
+        return float(t)
+    return text
+
+
+def typed(attr: Attribute, text: str):
+    """A global's value as a Python value: by Caliper type, then by Adiak type (lists for ``set of``...)."""
+    if attr.type in ("int", "uint", "addr"):
+        return int(text) if _INT.fullmatch(text.strip()) else guess(text)
+    if attr.type == "double":
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    if attr.type == "bool":
+        return text.strip().lower() in ("true", "1")
+    adiak = attr.meta.get("adiak.type", "")
+    bracketed = len(text) >= 2 and text[0] in "[{(" and text[-1] == {"[": "]", "{": "}", "(": ")"}[text[0]]
+    if bracketed or adiak.startswith(("set of", "list of", "tuple", "array")):
+        inner = text[1:-1] if bracketed else text
+        items = inner.split(",") if inner else []
+        element = adiak.split(" of ", 1)[1] if " of " in adiak else "string"
+        if element in ("int", "unsigned int", "long", "unsigned long", "double", "float"):
+            return [guess(i) for i in items]
+        return items
+    if adiak:
+        return text  # declared string, path, version, ... stays a string (e.g. omp_version "4.5")
+    return guess(text)
+
+
+def globals_of(cf: CaliFile) -> dict:
+    """Every ``globals`` record expanded (reference chains plus immediate pairs), values typed.
+
+    An attribute found more than once becomes a list of its values, root first (formats.md 4.3)."""
+    out: dict = {}
+
+    def add(aid: int, value: str) -> None:
+        attr = cf.attribute(aid)
+        if attr.is_hidden:
+            return
+        v = typed(attr, value)
+        if attr.name in out:
+            prev = out[attr.name]
+            out[attr.name] = (prev if isinstance(prev, list) and attr.name in multi else [prev]) + [v]
+            multi.add(attr.name)
+        else:
+            out[attr.name] = v
+
+    multi: set[str] = set()
+    for _line, refs, attrs, values in cf.globals:
+        for ref in refs:
+            chain = []
+            while ref >= 0:
+                aid, value, ref = cf.nodes[ref]
+                if aid not in (NAME_ATTR, TYPE_ATTR, PROP_ATTR):
+                    chain.append((aid, value))
+            for aid, value in reversed(chain):
+                add(aid, value)
+        for aid, value in zip(attrs, values):
+            add(aid, value)
+    return out

@@ -1,0 +1,345 @@
+"""Caliper native ``.cali`` files (one file is one run).
+
+Format reference: ``shared/docs/formats.md`` section 4; the parsing is in :mod:`perflake.readers.cali_format`.
+
+Tree.  The values of the *nested* attributes (``region``, ``function``, ``loop``, ``annotation``,
+``mpi.function``, ``cupti.runtimeAPI``, ... and an attribute literally named ``path``) on a record's context
+chain form its call path; each element is a frame whose ``name`` is the value and whose ``type`` is the
+attribute name.  Frames are created in file order, so parents precede children.  GPU activity records get a
+child frame (``kernel``: the ``cupti.kernel.name``; ``memcpy``) as in Hatchet's reader (4.7); a sampler record
+gets a child ``function`` frame named by ``source.function#cali.sampler.pc`` with the file, line and module of
+the sample (Hatchet replaces the last path element by that name instead).
+
+Records.  As in Hatchet: a record without any nested attribute (time outside all regions) and a record of a
+Spot channel other than ``regionprofile`` (time series) are not profile rows and are skipped.  Rows are per
+rank when a record carries ``mpi.rank`` (else rank 0); thread is always 0 (no sample has thread data).  Rows
+of one node and rank are summed by normalisation, as Hatchet sums them.
+
+Metrics.  Every non-hidden int/uint/double value attribute is a float64 column named as Hatchet names it: its
+``attribute.alias`` (``Min time/rank``, ``Total time``, ``Node order``, ``BlockSize``...), else
+``sum#time.duration`` -> ``time`` and ``inclusive#sum#time.duration`` -> ``time (inc)``, else the attribute
+name.  Units come from ``attribute.unit`` (``*.ns`` attributes: ``nsec``); they are not converted (B.21).
+Roles (Hatchet calls everything without ``inclusive``/``(inc)`` in its name exclusive):
+
+* inclusive: the name contains ``inclusive`` or ``(inc)``.  ``inclusive#X`` pairs with ``X`` (derived by
+  normalisation when absent).  A statistic over ranks of an inclusive time (Spot's ``min/max/avg/sum#inclusive
+  #...``: ``Min/Max/Avg time/rank``, ``Total time``) is inclusive with ``pair=None``: it is shown as the
+  inclusive value it is, but nothing is derived from it and nothing sums it up the tree (B.19: Hatchet lists
+  them as exclusive);
+* exclusive: per-region sums (``sum#...``, ``scale#...``) and raw ``*.duration`` values;
+* other: counts (``count``, ``*.count``), iteration numbers, ``min#``/``max#``/``avg#``/``any#`` statistics,
+  ``Node order`` (kept, where Hatchet drops it: B.17), anything else.  Hatchet lists lulesh's
+  ``min/max/avg#time.duration`` and ``count`` as exclusive.  Infinite values become NaN.
+
+Run metadata = the ``globals`` records, typed by Caliper type (int/uint -> int, double -> float), then by Adiak
+type (``set of ...`` and ``[a,b]`` values -> lists; a declared string stays a string, unlike Hatchet which
+turns ``omp_version`` 4.5 into a float); ``launchdate`` is the epoch-seconds int the file holds.
+
+Deviations from Hatchet (formats.md Appendix B): B.17 node order is file order, as Hatchet's in effect;
+B.18 ancestors without records are nodes with NaN values (Hatchet gives them no row); B.19 Spot statistics are
+inclusive; B.20 ``spot.channel`` and other strings are not columns; the frame type is the attribute name
+(Hatchet: always ``function``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+
+from perflake.errors import ReaderError
+from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
+from perflake.readers.cali_format import NAME_ATTR, PROP_ATTR, TYPE_ATTR, CaliFile, globals_of, parse
+
+_RENAME = {
+    "sum#time.duration": "time",
+    "sum#avg#sum#time.duration": "time",
+    "inclusive#sum#time.duration": "time (inc)",
+    "sum#avg#inclusive#sum#time.duration": "time (inc)",
+}
+_SAMPLER_FN, _SAMPLER_LOC, _SAMPLER_MOD = ("source.function#cali.sampler.pc", "sourceloc#cali.sampler.pc",
+                                           "module#cali.sampler.pc")
+# attributes that steer the tree or the location rather than becoming columns
+_EXTRAS = frozenset({"mpi.rank", "spot.channel", "cupti.activity.kind", "cupti.kernel.name",
+                     _SAMPLER_FN, _SAMPLER_LOC, _SAMPLER_MOD})
+_NO_EXTRAS: dict = {}
+
+
+class _Tree:
+    """Frames keyed by (parent, type, name, file, line, module); ids in creation order."""
+
+    def __init__(self):
+        self.ids: dict[tuple, int] = {}
+        self.keys: list[tuple] = []
+
+    def child(self, parent: int, type_: str, name: str, file=None, line=None, module=None) -> int:
+        key = (parent, type_, name, file, line, module)
+        fid = self.ids.get(key)
+        if fid is None:
+            fid = self.ids[key] = len(self.keys)
+            self.keys.append(key)
+        return fid
+
+    def graft(self, base: int, frame: int) -> int:
+        """``frame``'s path re-created below ``base`` (a record referencing two nested chains)."""
+        path = []
+        while frame >= 0:
+            key = self.keys[frame]
+            path.append(key[1:])
+            frame = key[0]
+        for key in reversed(path):
+            base = self.child(base, *key)
+        return base
+
+    def table(self) -> pa.Table:
+        n = len(self.keys)
+        cols = list(zip(*self.keys)) if n else [()] * 6
+        return pa.table(
+            {
+                "local_id": pa.array(np.arange(n, dtype=np.int32)),
+                "parent_local": pa.array(np.asarray(cols[0], dtype=np.int32)),
+                "name": pa.array(cols[2], pa.string()),
+                "type": pa.array(cols[1], pa.string()),
+                "file": pa.array(cols[3], pa.string()),
+                "line": pa.array(cols[4], pa.int64()),
+                "end_line": pa.nulls(n, pa.int64()),
+                "module": pa.array(cols[5], pa.string()),
+            },
+            schema=FRAME_SCHEMA,
+        )
+
+
+class _Signature:
+    """What the attribute ids of one ``attr=`` list mean, and the rows that use that list."""
+
+    __slots__ = ("attrs", "extras", "metric_pos", "cols", "rows", "lines", "values")
+
+    def __init__(self, attrs, extras, metric_pos):
+        self.attrs = attrs
+        self.extras = extras  # ((position, extra name), ...)
+        self.metric_pos = metric_pos  # positions of the metric attributes
+        self.cols = None  # their metric columns, assigned by the first kept record
+        self.rows: list[int] = []
+        self.lines: list[int] = []
+        self.values: list[list[str]] = []
+
+
+class _Builder:
+    """Walks the records of one file: frames, rows, metric values (grouped by attr= list)."""
+
+    def __init__(self, cf: CaliFile):
+        self.cf = cf
+        self.tree = _Tree()
+        self.context: dict[int, tuple[int, dict]] = {-1: (-1, _NO_EXTRAS)}  # node -> (frame, extras)
+        self.signatures: dict[tuple, _Signature] = {}
+        self.col_of: dict[int, int] = {}  # metric attr id -> column
+        self.metric_attrs: list = []
+        self.row_frame: list[int] = []
+        self.row_rank: list[int] = []
+
+    def node(self, nid: int) -> tuple[int, dict]:
+        """(frame, extras) of a context node: its nested ancestors as a frame path, its extra attributes."""
+        got = self.context.get(nid)
+        if got is not None:
+            return got
+        nodes, pending = self.cf.nodes, []
+        while nid not in self.context:
+            pending.append(nid)
+            nid = nodes[nid][2]
+        frame, extras = self.context[nid]
+        for n in reversed(pending):
+            aid, value, _ = nodes[n]
+            if aid not in (NAME_ATTR, TYPE_ATTR, PROP_ATTR):
+                attr = self.cf.attribute(aid)
+                if attr.is_nested or attr.name == "path":
+                    frame = self.tree.child(frame, attr.name, value)
+                elif attr.name in _EXTRAS:
+                    extras = {**extras, attr.name: value}
+            self.context[n] = (frame, extras)
+        return frame, extras
+
+    def _signature(self, attrs: tuple) -> _Signature:
+        extras, metric_pos = [], []
+        for pos, aid in enumerate(attrs):
+            attr = self.cf.attribute(aid)
+            if attr.name in _EXTRAS:
+                extras.append((pos, attr.name))
+            elif attr.is_value and attr.is_numeric and not attr.is_hidden:
+                metric_pos.append(pos)
+        sig = self.signatures[attrs] = _Signature(attrs, tuple(extras), metric_pos)
+        return sig
+
+    def add(self, lineno: int, refs: tuple, attrs: tuple, values: list) -> None:
+        frame, extras = self.node(refs[0]) if len(refs) == 1 else (-1, _NO_EXTRAS)
+        if len(refs) > 1:
+            for ref in refs:
+                f, e = self.node(ref)
+                if f >= 0:
+                    frame = f if frame < 0 else self.tree.graft(frame, f)
+                if e:
+                    extras = {**extras, **e}
+        sig = self.signatures.get(attrs) or self._signature(attrs)
+        if sig.extras:
+            extras = {**extras, **{name: values[pos] for pos, name in sig.extras}}
+        channel = extras.get("spot.channel")
+        if frame < 0 or (channel is not None and channel != "regionprofile"):
+            return
+        rank = 0
+        if extras:
+            frame = self._leaf(frame, extras)
+            rank = extras.get("mpi.rank", 0)
+            if rank != 0:
+                try:
+                    rank = int(rank)
+                except ValueError:
+                    raise self.cf.error(lineno, f"mpi.rank {rank!r} is not an integer") from None
+        if sig.cols is None:
+            sig.cols = [self._column(attrs[pos]) for pos in sig.metric_pos]
+        sig.rows.append(len(self.row_frame))
+        sig.lines.append(lineno)
+        sig.values.append(values)
+        self.row_frame.append(frame)
+        self.row_rank.append(rank)
+
+    def _column(self, aid: int) -> int:
+        col = self.col_of.get(aid)
+        if col is None:
+            col = self.col_of[aid] = len(self.metric_attrs)
+            self.metric_attrs.append(self.cf.attribute(aid))
+        return col
+
+    def _leaf(self, frame: int, extras: dict) -> int:
+        kind = extras.get("cupti.activity.kind")
+        if kind == "kernel" and "cupti.kernel.name" in extras:
+            frame = self.tree.child(frame, "kernel", extras["cupti.kernel.name"])
+        elif kind == "memcpy":
+            frame = self.tree.child(frame, "memcpy", "memcpy")
+        if _SAMPLER_FN in extras:
+            file, _, line = extras.get(_SAMPLER_LOC, "").rpartition(":")
+            line_no = int(line) if line.isdigit() else None
+            frame = self.tree.child(frame, "function", extras[_SAMPLER_FN], file or None, line_no,
+                                    extras.get(_SAMPLER_MOD))
+        return frame
+
+    def matrix(self) -> np.ndarray:
+        """rows x metric columns, float64, NaN where a record has no value."""
+        out = np.full((len(self.row_frame), len(self.metric_attrs)), np.nan)
+        for sig in self.signatures.values():
+            if not sig.rows or not sig.cols:
+                continue
+            text = np.array(sig.values, dtype=str)[:, sig.metric_pos]
+            try:
+                numbers = text.astype(np.float64)
+            except ValueError:
+                r, pos = next((r, p) for r, row in enumerate(sig.values) for p in sig.metric_pos
+                              if not _is_number(row[p]))
+                name = self.cf.attribute(sig.attrs[pos]).name
+                bad = sig.values[r][pos]
+                raise self.cf.error(sig.lines[r], f"value {bad!r} of {name} is not a number") from None
+            numbers[np.isinf(numbers)] = np.nan
+            out[np.asarray(sig.rows)[:, None], np.asarray(sig.cols)[None, :]] = numbers
+        return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _metric_name(attr) -> str:
+    return attr.meta.get("attribute.alias") or _RENAME.get(attr.name, attr.name)
+
+
+def _role(native: str, name: str) -> str:
+    ops = native.split("#")
+    base = ops[-1]
+    if "inclusive" in native or "(inc)" in name:
+        return INCLUSIVE
+    if base == "count" or base.endswith((".count", "aggregate.slot")) or "iteration" in base:
+        return OTHER
+    if ops[0] in ("sum", "scale") and len(ops) > 1:
+        return EXCLUSIVE
+    if len(ops) == 1 and ".duration" in base and not base.startswith("timeseries."):
+        return EXCLUSIVE
+    return OTHER
+
+
+def _metrics(attrs: list) -> list[Metric]:
+    """Names (unique), roles, units and pairs of the metric attributes (see the module docstring)."""
+    names: list[str] = []
+    for attr in attrs:
+        name = _metric_name(attr)
+        if name in names:
+            name = attr.name if attr.name not in names else f"{attr.name} ({attr.id})"
+        names.append(name)
+    roles = [_role(attr.name, name) for attr, name in zip(attrs, names)]
+    exclusive = {attr.name: name for attr, name, role in zip(attrs, names, roles) if role == EXCLUSIVE}
+    inclusive_of = {attr.name.replace("inclusive#", "", 1): name for attr, name, role in zip(attrs, names, roles)
+                    if role == INCLUSIVE and "inclusive#" in attr.name}
+    out = []
+    for attr, name, role in zip(attrs, names, roles):
+        unit = attr.meta.get("attribute.unit") or ("nsec" if attr.name.endswith(".ns") else None)
+        pair = None
+        if role == EXCLUSIVE:
+            pair = inclusive_of.get(attr.name)
+        elif role == INCLUSIVE and "inclusive#" in attr.name:
+            # inclusive#X pairs with X (derived when absent); a statistic of one (min#inclusive#...) with none
+            stripped = attr.name.replace("inclusive#", "", 1)
+            pair = exclusive.get(stripped)
+            if pair is None and attr.name.startswith("inclusive#"):
+                pair = _RENAME.get(stripped, stripped)
+        out.append(Metric(name, role, unit, pair))
+    return out
+
+
+class Reader:
+    kind = "caliper"
+    version = "1"
+
+    @staticmethod
+    def sniff(path: str) -> bool:
+        if not os.path.isfile(path):
+            return False
+        try:
+            with open(path, "rb") as fh:
+                return fh.read(6) == b"__rec="
+        except OSError:
+            return False
+
+    @staticmethod
+    def files(path: str) -> list[str]:
+        return [os.fspath(path)]
+
+    def read(self, path: str) -> ProfileRows:
+        path = os.fspath(path)
+        if os.path.isdir(path):
+            raise ReaderError(path, "a Caliper .cali profile is a file, not a directory")
+        cf = parse(path)
+        b = _Builder(cf)
+        for record in cf.records:
+            b.add(*record)
+        if not b.row_frame:
+            raise ReaderError(path, f"none of the {len(cf.records)} ctx records lies inside a region")
+        metrics = _metrics(b.metric_attrs)
+        matrix = b.matrix()
+        values = {
+            "local_id": pa.array(np.asarray(b.row_frame, dtype=np.int32)),
+            "rank": pa.array(np.asarray(b.row_rank, dtype=np.int32)),
+            "thread": pa.array(np.zeros(len(b.row_frame), dtype=np.int32)),
+        }
+        for i, m in enumerate(metrics):
+            values[m.name] = pa.array(matrix[:, i])
+        metadata = globals_of(cf)
+        return ProfileRows(
+            format=self.kind,
+            source=path,
+            frames=b.tree.table(),
+            values=pa.table(values),
+            metrics=metrics,
+            metadata=metadata,
+            reader_version=self.version,
+        )

@@ -1,0 +1,399 @@
+"""Caliper json-split files (``cali-query ... FORMAT json-split``): one JSON object per run.
+
+Format reference: ``shared/docs/formats.md`` section 3.  What this reader does:
+
+* frames: the ``nodes`` of the call-path column (``source.function#callpath.address`` when present, else
+  ``path``, as Hatchet: 3.4) and their ancestors; name = label; type ``function``, or the column's name when
+  it is a nested attribute (``loop``, ``annotation``...).  ``path`` has lost the attribute of origin (6.1) and
+  gives ``function`` as Hatchet's native reader does (4.7; its json reader says ``region``).  An empty label
+  is ``UNKNOWN <n>``, numbered per file (B.15: Hatchet's counter is process-global);
+* sampled locations (``sourceloc#...``, or ``source.file#...`` + ``source.line#...``): a node whose rows
+  carry more than one gets a ``statement`` child per location, named ``<basename>:<line>``, with file, line
+  and module, and those rows move to it (3.4; cpi: 85 + 42 = 127 nodes).  A node with one location keeps its
+  rows and no file/line/module (Hatchet keeps those as dataframe columns), so a function's id never depends
+  on the lines that happened to be sampled.  ``UNKNOWN:0`` means no debug info: file and line stay null;
+* rows: rank = ``mpi.rank`` (0 without it or when null), thread 0.  A null call-path cell is a record
+  outside every region: dropped, as Hatchet does, and counted in ``caliper.rows_without_path``.  A (node,
+  rank) without a row has no values (NaN; Hatchet writes 0);
+* metrics: Hatchet's names (``sum#time.duration`` -> ``time``, ``inclusive#sum#time.duration`` ->
+  ``time (inc)``: 3.4).  ``time`` and ``sum#...`` are exclusive, ``(inc)``/``inclusive`` inclusive,
+  ``count`` and statistics (``min#``, ``max#``, ``avg#``, ``any#``) other (Hatchet calls every non-``(inc)``
+  column exclusive, cf. B.19).  ``Node order`` is dropped, never required (B.14); string value columns are
+  attributes and are skipped;
+* units: the column's ``attribute.unit``, else ``nsec`` for ``*.ns``, else time is ``usec`` before Caliper 2
+  (no ``cali.caliper.version`` global) and ``sec`` after (B.21);
+* extra top-level keys are run metadata, typed: integers, floats, ``[a,b]`` lists (B.16; 4.5).
+
+Speed: Caliper writes one row per line with numbers and ``null`` only; pyarrow's CSV parser reads those rows
+and ``json.loads`` the rest.  Any other layout takes the plain ``json.loads`` path (and its error messages).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import mmap
+import os
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from perflake.errors import ReaderError
+from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
+
+KEYS = ("data", "columns", "column_metadata", "nodes")
+_KEY_RES = {k: re.compile(rb'"' + k.encode() + rb'"\s*:') for k in KEYS}
+_DATA_RE = re.compile(rb'"data"\s*:\s*\[')
+_DATA_END_RE = re.compile(rb"\]\s*\]")
+_DATA_END = b"]\n    ]"
+_ROW_START_RE = re.compile(rb"\s*\[")
+_HIERARCHY = ("source.function#callpath.address", "path")
+_NESTED = ("function", "loop", "region", "annotation", "mpi.function", "cupti.runtimeAPI")
+_RENAME = {"sum#time.duration": "time", "sum#avg#sum#time.duration": "time",
+           "inclusive#sum#time.duration": "time (inc)", "sum#avg#inclusive#sum#time.duration": "time (inc)"}
+_NOT_METRICS = ("Node order", "min#min#aggregate.slot", "aggregate.slot")  # B.14
+_STATS = ("min#", "max#", "avg#", "any#")
+_INT_RE = re.compile(r"[+-]?(?:0|[1-9]\d*)\Z")
+_FLOAT_RE = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?\Z|[+-]?\d+[eE][+-]?\d+\Z")
+_HEAD, _TAIL = 1 << 16, 1 << 18
+
+
+def _typed(value):
+    """A global's value: int, float, list of strings (``[a,b]``, formats.md 4.5) or the string itself."""
+    if not isinstance(value, str):
+        return value
+    s = value.strip()
+    if _INT_RE.match(s):
+        return int(s)
+    if _FLOAT_RE.match(s):
+        return float(s)
+    if s[:1] == "[" and s[-1:] == "]":
+        return [p.strip() for p in s[1:-1].split(",")] if s[1:-1].strip() else []
+    return value
+
+
+def _role(name: str) -> str:
+    if name == "count" or name.endswith("#count") or name.startswith(_STATS):
+        return OTHER
+    if "(inc)" in name or "inclusive" in name.lower():
+        return INCLUSIVE
+    return EXCLUSIVE if name == "time" or name.startswith("sum#") else OTHER
+
+
+def _unit(title: str, meta: dict, caliper2: bool) -> str | None:
+    if isinstance(meta.get("attribute.unit"), str) and meta["attribute.unit"]:
+        return meta["attribute.unit"]
+    if title == "count" or title.endswith("#count"):
+        return "count"
+    if title.endswith(".ns"):
+        return "nsec"
+    if "time.duration" in title or title in ("time", "time (inc)"):
+        return "sec" if caliper2 else "usec"  # B.21
+    return None
+
+
+def _fast_split(raw: bytes):
+    """(document text with ``"data": []``, data rows as CSV bytes, row count), or None for the JSON path."""
+    m = _DATA_RE.search(raw, 0, _HEAD) or _DATA_RE.search(raw)
+    if m is None or not _ROW_START_RE.match(raw, m.end()):  # no rows at all: the JSON path is as fast
+        return None
+    # Caliper ends the rows with "]\n    ]" and writes no such text after them: search from the end.
+    stop = raw.rfind(_DATA_END, m.end())
+    end = stop + len(_DATA_END)
+    if stop < 0:
+        found = _DATA_END_RE.search(raw, m.end())
+        if found is None:
+            return None
+        stop, end = found.start(), found.end()
+    if raw.find(b'"', m.end(), stop) >= 0 or raw.find(b"{", m.end(), stop) >= 0:
+        return None  # strings or objects in the rows (or the end was not the rows' end)
+    seg = raw[m.end() : stop + 1]  # every row, brackets included
+    body = seg.translate(None, b"[] \t\r") + b","  # one "a,b,c," line per row
+    return raw[: m.end()] + raw[end - 1 :], body, seg.count(b"[")
+
+
+def _csv_columns(body: bytes, nrows: int, ncols: int):
+    names = [f"c{i}" for i in range(ncols + 1)]  # every line ends with a comma: one empty last field
+    convert = pacsv.ConvertOptions(column_types={n: pa.float64() for n in names[:ncols]}, null_values=["null"],
+                                   include_columns=names[:ncols])
+    try:
+        table = pacsv.read_csv(io.BytesIO(body), read_options=pacsv.ReadOptions(column_names=names),
+                               parse_options=pacsv.ParseOptions(quote_char=False), convert_options=convert)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    return [table.column(i).to_numpy() for i in range(ncols)] if table.num_rows == nrows else None
+
+
+def _load(path: str):
+    """(document dict, column cells): cells are float64 arrays (fast path) or tuples of JSON values."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise ReaderError(path, f"cannot read: {exc.strerror or exc}") from None
+    fast = _fast_split(raw)
+    if fast is not None:
+        try:
+            doc = json.loads(fast[0])
+        except (ValueError, RecursionError):
+            doc = None
+        if isinstance(doc, dict) and doc.get("data") == [] and isinstance(doc.get("columns"), list):
+            cells = _csv_columns(fast[1], fast[2], len(doc["columns"]))
+            if cells is not None:
+                _check(path, doc)
+                return doc, cells
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ReaderError(path, f"not valid JSON (truncated?): {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ReaderError(path, f"not valid JSON: {exc}") from None
+    _check(path, doc)
+    data, ncols = doc["data"], len(doc["columns"])
+    try:
+        widths = set(map(len, data))
+    except TypeError:
+        raise ReaderError(path, "'data' must be a list of rows (lists)") from None
+    if widths - {ncols}:
+        i = next(i for i, row in enumerate(data) if len(row) != ncols)
+        raise ReaderError(path, f"data row {i} has {len(data[i])} cells, expected {ncols} (one per column)")
+    cells = list(zip(*data)) if data else [()] * ncols
+    return doc, cells
+
+
+def _check(path: str, doc) -> None:
+    if not isinstance(doc, dict):
+        raise ReaderError(path, f"not a Caliper json-split file: the top level is a JSON {type(doc).__name__}, not an object")
+    missing = [k for k in KEYS if k not in doc]
+    if missing:
+        raise ReaderError(path, "not a Caliper json-split file: missing key(s) " + ", ".join(repr(k) for k in missing))
+    bad = next((k for k in KEYS if not isinstance(doc[k], list)), None)
+    if bad or len(doc["column_metadata"]) != len(doc["columns"]) or not all(isinstance(c, str) for c in doc["columns"]) \
+            or not all(isinstance(m, dict) for m in doc["column_metadata"]):
+        raise ReaderError(path, f"{bad!r} is not a list" if bad else "'columns' must be strings and 'column_metadata' one object per column")
+
+
+def _floats(path: str, title: str, cells, strict: bool):
+    """float64 numpy array of a column (NaN for null); None for a non-numeric column unless ``strict``."""
+    if isinstance(cells, np.ndarray):
+        return cells
+    try:
+        return pa.array(cells, type=pa.float64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        if strict:
+            raise ReaderError(path, f"column {title!r}: cells must be numbers or null") from None
+        return None
+
+
+def _indices(path: str, title: str, cells, n_nodes: int) -> np.ndarray:
+    """Node indices of a reference column as int64, -1 for null."""
+    f = _floats(path, title, cells, strict=True)
+    ok = ~np.isnan(f)
+    if (f[ok] != np.floor(f[ok])).any() or (f[ok] < 0).any() or (f[ok] >= n_nodes).any():
+        bad = f[ok][(f[ok] != np.floor(f[ok])) | (f[ok] < 0) | (f[ok] >= n_nodes)][0]
+        raise ReaderError(path, f"column {title!r}: cell {bad:g} is not a node index (the file has {n_nodes} nodes)")
+    return np.where(ok, f, -1).astype(np.int64)
+
+
+def _nodes(path: str, nodes: list):
+    """(labels, parent index per node or -1, column per node); parents precede their children (3.2)."""
+    labels, parents, columns = [], np.full(len(nodes), -1, np.int64), []
+    for i, nd in enumerate(nodes):
+        if not isinstance(nd, dict):
+            raise ReaderError(path, f"node {i} is not an object")
+        p = nd.get("parent")
+        if p is not None:
+            if not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < i:
+                raise ReaderError(path, f"node {i}: parent {p!r} is not the index of an earlier node")
+            parents[i] = p
+        label = nd.get("label")
+        labels.append("" if label is None else str(label))
+        columns.append(nd.get("column"))
+    return labels, parents, columns
+
+
+def _with_ancestors(parents: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Indices of the ``wanted`` nodes and of all their ancestors, in node order (parents first)."""
+    keep = wanted.copy()
+    for i in np.flatnonzero(wanted)[::-1].tolist():
+        p = int(parents[i])
+        while p >= 0 and not keep[p]:
+            keep[p] = True
+            p = int(parents[p])
+    return np.flatnonzero(keep)
+
+
+class _Split:
+    """Statement children of the nodes whose rows carry more than one source location (formats.md 3.4):
+    ``pairs`` (owner local id, location code) per child, ``row_child`` (child per row or -1), ``modules``."""
+
+    def __init__(self, node: np.ndarray, loc: np.ndarray, module: np.ndarray):
+        valid = loc >= 0
+        stride = int(loc.max(initial=0)) + 1
+        key = node * stride + loc
+        ukeys = np.unique(key[valid])
+        owners, counts = np.unique(ukeys // stride, return_counts=True)
+        ukeys = ukeys[np.isin(ukeys // stride, owners[counts > 1])]
+        self.pairs = np.stack([ukeys // stride, ukeys % stride], axis=1)
+        pos = np.minimum(np.searchsorted(ukeys, key), max(len(ukeys) - 1, 0))
+        hit = valid & (ukeys[pos] == key) if len(ukeys) else np.zeros(len(key), bool)
+        self.row_child = np.where(hit, pos, -1)
+        self.modules = np.full(len(ukeys), -1, np.int64)
+        both = hit & (module >= 0)
+        cm = np.unique(np.stack([self.row_child[both], module[both]], axis=1), axis=0)
+        child, n_mod = np.unique(cm[:, 0], return_counts=True)
+        one = child[n_mod == 1]
+        self.modules[one] = cm[np.isin(cm[:, 0], one), 1]
+
+
+def _location(label: str) -> tuple[str, str | None, int | None]:
+    """``file:line`` -> (name ``<basename>:<line>``, file, line); ``UNKNOWN:0`` has no file and no line."""
+    file, _, line = label.rpartition(":") if ":" in label else (label, "", "")
+    known = file not in ("", "UNKNOWN")
+    return f"{os.path.basename(file)}:{line}", file if known else None, int(line) if known and line.isdigit() else None
+
+
+def _frames(labels, parents, node_cols, order, nid, located, module):
+    """(frames table, local id per row): the nodes in ``order``, then the statement children of split nodes."""
+    local_of = np.full(len(labels), -1, np.int64)
+    local_of[order] = np.arange(len(order))
+    local = local_of[nid]
+    names, unknown = [], 0
+    for i in order.tolist():
+        names.append(labels[i] or f"UNKNOWN {unknown}")  # B.15: numbered per file, not per process
+        unknown += not labels[i]
+    types = [node_cols[i] if node_cols[i] in _NESTED else "function" for i in order.tolist()]
+    parent_local = np.where(parents[order] >= 0, local_of[parents[order]], -1)
+    files, lines, modules = [None] * len(order), [None] * len(order), [None] * len(order)
+    if located is not None:
+        split = _Split(local, located[0], np.full(len(nid), -1) if module is None else module)
+        for (_owner, code), mod in zip(split.pairs.tolist(), split.modules.tolist()):
+            name, file, line = _location(located[1][code])
+            names.append(name)
+            types.append("statement")
+            files.append(file)
+            lines.append(line)
+            modules.append(labels[mod] if mod >= 0 else None)
+        parent_local = np.concatenate([parent_local, split.pairs[:, 0]])
+        local = np.where(split.row_child >= 0, len(order) + split.row_child, local)
+    frames = pa.table({"local_id": np.arange(len(names), dtype=np.int32), "parent_local": parent_local.astype(np.int32),
+                       "name": names, "type": types, "file": files, "line": lines, "end_line": [None] * len(names),
+                       "module": modules}, schema=FRAME_SCHEMA)
+    return frames, local
+
+
+class Reader:
+    kind = "caliper_json"
+    version = "1"
+
+    @staticmethod
+    def sniff(path: str) -> bool:
+        """A file holding a JSON object with the keys data, columns, column_metadata and nodes (formats.md 0)."""
+        if not os.path.isfile(path):
+            return False
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(_HEAD)
+                if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+                    return False
+                missing = [k for k in KEYS if not _KEY_RES[k].search(head)]
+                size = os.fstat(fh.fileno()).st_size
+                if missing and size > _HEAD:
+                    fh.seek(max(_HEAD, size - _TAIL))
+                    tail = fh.read()
+                    missing = [k for k in missing if not _KEY_RES[k].search(tail)]
+                if missing and size > _HEAD + _TAIL:
+                    with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                        missing = [k for k in missing if not _KEY_RES[k].search(mm)]
+                return not missing
+        except (OSError, ValueError):
+            return False
+
+    @staticmethod
+    def files(path: str) -> list[str]:
+        return [os.fspath(path)]  # the run id hashes this one file
+
+    def read(self, path: str) -> ProfileRows:
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise ReaderError(path, "a Caliper json-split profile is a file")
+        doc, cells = _load(path)
+        titles, colmeta = doc["columns"], doc["column_metadata"]
+        labels, parents, node_cols = _nodes(path, doc["nodes"])
+        col = {t: i for i, t in reversed(list(enumerate(titles)))}
+        refs = [t for t, m in zip(titles, colmeta) if not m.get("is_value")]
+        hier = next((t for t in (*_HIERARCHY, *_NESTED) if t in refs), None)
+        if hier is None:
+            raise ReaderError(path, "no call-path column ('source.function#callpath.address' or 'path') in 'columns'")
+        nid = _indices(path, hier, cells[col[hier]], len(labels))
+        rows = np.flatnonzero(nid >= 0)  # a null call path: a record outside every region, dropped (3.4)
+        metadata = {k: _typed(v) for k, v in doc.items() if k not in KEYS}
+        if len(rows) < len(nid):
+            metadata["caliper.rows_without_path"] = len(nid) - len(rows)
+
+        def ref(prefix):  # node indices of the first reference column named prefix..., for the kept rows
+            t = next((t for t in refs if t.startswith(prefix)), None)
+            return None if t is None else _indices(path, t, cells[col[t]], len(labels))[rows]
+
+        wanted = np.asarray([c == hier for c in node_cols], bool)
+        wanted[nid[rows]] = True
+        located = self._locations(path, titles, colmeta, cells, col, rows, labels, ref)
+        frames, local = _frames(labels, parents, node_cols, _with_ancestors(parents, wanted), nid[rows], located,
+                                ref("module#") if located else None)
+        rank = np.zeros(len(rows), np.int32)
+        if "mpi.rank" in col:
+            r = _floats(path, "mpi.rank", cells[col["mpi.rank"]], strict=True)[rows]
+            r = np.where(np.isnan(r), 0, r)  # a null rank counts as rank 0
+            if (r < 0).any() or (r >= 2**31).any() or (r != np.floor(r)).any():
+                raise ReaderError(path, "column 'mpi.rank': ranks must be integers from 0 to 2**31-1")
+            rank = r.astype(np.int32)
+        metrics, values = self._metrics(path, titles, colmeta, cells, rows, metadata, hier)
+        table = {"local_id": pa.array(local.astype(np.int32)), "rank": pa.array(rank),
+                 "thread": pa.array(np.zeros(len(rows), np.int32))}
+        table.update({m.name: pa.array(v) for m, v in zip(metrics, values)})
+        return ProfileRows(format=self.kind, source=path, frames=frames, values=pa.table(table),
+                           metrics=metrics, metadata=metadata, reader_version=self.version)
+
+    @staticmethod
+    def _locations(path, titles, colmeta, cells, col, rows, labels, ref):
+        """(location code per row or -1, ``file:line`` text per code), or None without sampled locations."""
+        sourceloc = ref("sourceloc#")
+        if sourceloc is not None:
+            return sourceloc, labels
+        files, line_t = ref("source.file#"), next((t for t in titles if t.startswith("source.line#")), None)
+        if files is None or line_t is None:
+            return None
+        by_value = colmeta[col[line_t]].get("is_value")  # the line number itself, or a node labelled with it
+        ln = np.nan_to_num(_floats(path, line_t, cells[col[line_t]], strict=True)[rows], nan=-1).astype(np.int64) \
+            if by_value else ref("source.line#")
+        pairs, code = np.unique(np.stack([files, ln], axis=1), axis=0, return_inverse=True)
+        texts = [f"{labels[f] if f >= 0 else ''}:{'' if v < 0 else v if by_value else labels[v]}" for f, v in pairs.tolist()]
+        return np.where(files >= 0, code.reshape(-1), -1), texts
+
+    @staticmethod
+    def _metrics(path, titles, colmeta, cells, rows, metadata, hier):
+        major = re.match(r"\s*(\d+)\.", str(metadata.get("cali.caliper.version", "")))
+        caliper2 = bool(major) and int(major.group(1)) >= 2
+        chosen, taken = [], set()
+        for i, (title, meta) in enumerate(zip(titles, colmeta)):
+            if not meta.get("is_value") or title in ("mpi.rank", hier, *_NOT_METRICS) or title.startswith("source.line#"):
+                continue
+            name = _RENAME.get(title, title)
+            name = title if name in taken else name
+            v = None if name in taken else _floats(path, title, cells[i], strict=False)
+            if v is not None:  # None: a string attribute stored as a value, not a metric
+                chosen.append((title, name, meta, v[rows]))
+                taken.add(name)
+        metrics = []
+        for title, name, meta, _ in chosen:
+            role, base = _role(name), title.removeprefix("inclusive#")
+            pair = {"time": "time (inc)", "time (inc)": "time"}.get(name)
+            if pair is None and role == INCLUSIVE and base != title and base in taken:
+                pair = base
+            elif pair is None and role == EXCLUSIVE and f"inclusive#{title}" in taken:
+                pair = f"inclusive#{title}"
+            metrics.append(Metric(name, role, _unit(title, meta, caliper2), pair))
+        values = [np.where(np.isinf(c[3]), np.nan, c[3]) for c in chosen]  # an infinity is no measurement
+        return metrics, values

@@ -1,0 +1,256 @@
+"""HPCToolkit databases in the old layout: ``experiment.xml`` + one ``*.metric-db`` per rank and thread.
+
+Format reference: ``shared/docs/formats.md`` section 1.  What this reader does:
+
+* the tree comes from experiment.xml, parsed safely and streaming (:mod:`perflake.readers.hpctoolkit_xml`
+  describes the safety rules and how nodes are named: Hatchet's ``27:MPI_Init``, ``Loop@file:line``,
+  ``file:line``);
+* rank, thread, host id, pid and generation come from each metric-db file name, parsed from the right
+  (``<group>.<exe>-<rank>-<thread>-<hostid>-<pid>-<generation>.metric-db``); every file is read, whatever the
+  number of threads per rank;
+* metric-db values start at the XML's ``db-header-sz`` plus the two u32 counts (Hatchet hard-codes byte 32:
+  formats.md B.4); the file size is checked against the counts; ``b`` (big-endian) and ``l`` flags are honoured;
+  values are read with one ``numpy.frombuffer`` per file;
+* one metric per MetricDB column, in ascending ``i``: ``CPUTIME (usec|sec) (E)``/``(I)`` are named ``time`` and
+  ``time (inc)`` as Hatchet does, others keep their name; role from ``t`` (or the ``(I)``/``(E)`` suffix), pair
+  from ``partner``, unit from the name (``usec``) or else the MetricTable's ``units`` Info;
+* exclusive values are made additive: HPCToolkit's (E) of a procedure frame or loop includes every statement
+  nested in it (formats.md 1.6), so each statement's value is subtracted from *every* enclosing PF/Pr/L up to its
+  procedure frame.  Hatchet subtracts it from the direct parent only, double counting statements in loops
+  (formats.md B.2).  Statement file attribution follows nesting (Hatchet: document order, B.1);
+* the implicit experiment root (node id 1) and call sites (``C``) are not nodes (as in Hatchet); the root's
+  inline summary values are kept in the metadata (``hpctoolkit.totals``; Hatchet drops them, B.5);
+* run metadata (formats.md 6.3): ``program``/``executable`` (the Header name), the XML version, Info pairs,
+  ``hostids`` and one ``hpctoolkit.locations`` entry (rank, thread, hostid, pid, generation, file) per file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pyarrow as pa
+
+from perflake.errors import ReaderError
+from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
+from perflake.readers.hpctoolkit_xml import TYPES, ParsedExperiment, parse_experiment
+
+MAGIC = b"HPCPROF-metricdb__"
+XML_NAME = "experiment.xml"
+_FILE_RE = re.compile(r"-(\d+)-(\d+)-([0-9A-Fa-f]+)-(\d+)-(\d+)\.metric-db$")
+_TIME_RE = re.compile(r"^CPUTIME \((?:usec|sec)\) \(([IE])\)$")
+_UNIT_RE = re.compile(r"\(([mun]?sec)\)")
+_SUMMARY_RE = re.compile(r":[A-Za-z]+(?= \([IE]\)$)")  # "CPUTIME (usec):Sum (I)" -> "CPUTIME (usec) (I)"
+_NUM_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _metric_db_files(path: str) -> list[str]:
+    try:
+        return sorted(os.path.join(path, e) for e in os.listdir(path) if e.endswith(".metric-db"))
+    except OSError:
+        return []
+
+
+def _typed(value):
+    if isinstance(value, str) and _NUM_RE.match(value.strip()):
+        v = float(value)
+        return int(v) if v.is_integer() and "." not in value and "e" not in value.lower() else v
+    return value
+
+
+class Reader:
+    kind = "hpctoolkit"
+    version = "1"
+
+    @staticmethod
+    def sniff(path: str) -> bool:
+        path = os.fspath(path)
+        xml = os.path.join(path, XML_NAME)
+        if not os.path.isdir(path) or not os.path.isfile(xml):
+            return False
+        try:
+            with open(xml, "rb") as fh:
+                head = fh.read(1 << 16)
+            if not re.search(rb"<(?:!DOCTYPE\s+)?HPCToolkitExperiment[\s/>]", head):
+                return False
+            for f in _metric_db_files(path):
+                with open(f, "rb") as fh:
+                    return fh.read(len(MAGIC)) == MAGIC
+        except OSError:
+            return False
+        return False
+
+    @staticmethod
+    def files(path: str) -> list[str]:
+        """experiment.xml and every metric-db file (what the run id hashes)."""
+        path = os.fspath(path)
+        return [os.path.join(path, XML_NAME), *_metric_db_files(path)]
+
+    def read(self, path: str) -> ProfileRows:
+        path = os.fspath(path)
+        xml = os.path.join(path, XML_NAME)
+        if not os.path.isdir(path) or not os.path.isfile(xml):
+            raise ReaderError(path, "an HPCToolkit database is a directory with experiment.xml and *.metric-db files")
+        exp = parse_experiment(xml)
+        dbs = sorted(exp.metric_dbs, key=lambda d: _int(xml, d, "i"))
+        metrics = _metrics(exp, dbs)
+        columns = [_int(xml, d, "db-id") if "db-id" in d else k for k, d in enumerate(dbs)]
+        header_sz = {d.get("db-header-sz", "24") for d in dbs}
+        if len(header_sz) != 1:
+            raise ReaderError(xml, f"MetricDB entries disagree on db-header-sz: {sorted(header_sz)}")
+        header_sz = _int(xml, dbs[0], "db-header-sz", default=24)
+        locations = _locations(path)
+        xml_id = _ints(exp.xml_id)
+        n, nf = len(xml_id), len(locations)
+        rows, no_id = np.maximum(xml_id - 1, 0)[:, None], xml_id < 1  # node id k is row k - 1
+        values = np.empty((nf, n, len(dbs)), dtype=np.float64)
+        for k, loc in enumerate(locations):
+            table = _read_metric_db(loc["path"], header_sz, xml_id.max(initial=0), max(columns) + 1)
+            values[k] = table[rows, columns]
+            values[k, no_id] = np.nan
+        exclusive = [j for j, m in enumerate(metrics) if m.role == EXCLUSIVE]
+        _make_exclusive_additive(values, _ints(exp.stmt_scope), _ints(exp.stmt_node), exclusive)
+        table = {
+            "local_id": pa.array(np.tile(np.arange(n, dtype=np.int32), nf)),
+            "rank": pa.array(np.repeat(np.asarray([loc["rank"] for loc in locations], np.int32), n)),
+            "thread": pa.array(np.repeat(np.asarray([loc["thread"] for loc in locations], np.int32), n)),
+        }
+        for j, m in enumerate(metrics):
+            table[m.name] = pa.array(values[:, :, j].reshape(-1))
+        return ProfileRows(
+            format=self.kind,
+            source=path,
+            frames=_frames(exp),
+            values=pa.table(table),
+            metrics=metrics,
+            metadata=_metadata(exp, locations),
+            reader_version=self.version,
+        )
+
+
+def _int(xml: str, attrs: dict, key: str, default: int | None = None) -> int:
+    value = attrs.get(key)
+    if value is None and default is not None:
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ReaderError(xml, f"<MetricDB n={attrs.get('n')!r}>: {key}={value!r} is not an integer") from None
+
+
+def _metrics(exp: ParsedExperiment, dbs: list[dict]) -> list[Metric]:
+    units = {_SUMMARY_RE.sub("", name): unit for name, unit in exp.metric_units.items()}
+    names: dict[str, str] = {}
+    for d in dbs:
+        raw = d.get("n", "")
+        m = _TIME_RE.match(raw)
+        name = ("time" if m.group(1) == "E" else "time (inc)") if m else raw
+        names[d.get("i")] = name if name not in names.values() else raw
+    out = []
+    for d in dbs:
+        raw, name, t = d.get("n", ""), names[d.get("i")], d.get("t", "nil")
+        if t not in ("inclusive", "exclusive"):
+            t = "inclusive" if raw.endswith("(I)") else "exclusive" if raw.endswith("(E)") else "nil"
+        role = {"inclusive": INCLUSIVE, "exclusive": EXCLUSIVE}.get(t, OTHER)
+        u = _UNIT_RE.search(raw)
+        pair = names.get(d.get("partner")) if role != OTHER else None
+        out.append(Metric(name, role, u.group(1) if u else units.get(raw), pair))
+    return out
+
+
+def _locations(path: str) -> list[dict]:
+    files = _metric_db_files(path)
+    if not files:
+        raise ReaderError(path, "no *.metric-db files next to experiment.xml")
+    out, seen = [], {}
+    for f in files:
+        m = _FILE_RE.search(os.path.basename(f))
+        if not m:
+            raise ReaderError(f, "file name does not end in -<rank>-<thread>-<hostid>-<pid>-<generation>.metric-db")
+        rank, thread = int(m.group(1)), int(m.group(2))
+        if (rank, thread) in seen:
+            raise ReaderError(f, f"rank {rank} thread {thread} is also in {os.path.basename(seen[rank, thread])}")
+        seen[rank, thread] = f
+        out.append({"rank": rank, "thread": thread, "hostid": m.group(3), "pid": int(m.group(4)),
+                    "generation": int(m.group(5)), "path": f})
+    return sorted(out, key=lambda loc: (loc["rank"], loc["thread"]))
+
+
+def _read_metric_db(path: str, header_sz: int, max_id: int, n_columns: int) -> np.ndarray:
+    """The (numNodes, numMetrics) table of one metric-db file, as native float64 (formats.md 1.3)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise ReaderError(path, f"cannot read: {exc.strerror or exc}") from None
+    if data[: len(MAGIC)] != MAGIC:
+        raise ReaderError(path, f"not an HPCToolkit metric-db: starts with {data[:len(MAGIC)]!r}, not {MAGIC!r}")
+    flag = data[23:24]
+    if flag not in (b"b", b"l") or header_sz < 24:
+        raise ReaderError(path, f"unsupported header: endianness flag {flag!r}, db-header-sz {header_sz}")
+    if len(data) < header_sz + 8:
+        raise ReaderError(path, f"truncated: {len(data)} bytes, the header alone needs {header_sz + 8}")
+    order = ">" if flag == b"b" else "<"
+    n_nodes, n_metrics = (int(x) for x in np.frombuffer(data, dtype=order + "u4", count=2, offset=header_sz))
+    start = header_sz + 8
+    want = start + 8 * n_nodes * n_metrics
+    if len(data) != want:
+        what = "truncated" if len(data) < want else "trailing bytes"
+        raise ReaderError(path, f"{what}: {len(data)} bytes, expected {want} for {n_nodes} nodes x {n_metrics} metrics")
+    if n_nodes < max_id or n_metrics < n_columns:
+        raise ReaderError(path, f"holds {n_nodes} nodes x {n_metrics} metrics; experiment.xml needs node id "
+                                f"{max_id} and {n_columns} metric columns")
+    return np.frombuffer(data, dtype=order + "f8", count=n_nodes * n_metrics, offset=start).reshape(n_nodes, n_metrics)
+
+
+def _ints(a) -> np.ndarray:
+    """An ``array.array`` as a numpy view (no copy)."""
+    return np.frombuffer(a, dtype=a.typecode) if len(a) else np.zeros(0, dtype=a.typecode)
+
+
+def _make_exclusive_additive(values: np.ndarray, scope: np.ndarray, stmt: np.ndarray, columns: list[int]) -> None:
+    """Subtract every statement's exclusive value from each PF/Pr/L scope that encloses it (in place)."""
+    if not len(scope) or not columns:
+        return
+    order = np.argsort(scope, kind="stable")
+    scope, stmt = scope[order], stmt[order]
+    starts = np.flatnonzero(np.r_[True, scope[1:] != scope[:-1]])
+    for j in columns:
+        values[:, scope[starts], j] -= np.add.reduceat(values[:, stmt, j], starts, axis=1)
+
+
+def _frames(exp: ParsedExperiment) -> pa.Table:
+    n = len(exp.parent)
+    line, end_line = _ints(exp.line), _ints(exp.end_line)
+    return pa.table(
+        {
+            "local_id": pa.array(np.arange(n, dtype=np.int32)),
+            "parent_local": pa.array(_ints(exp.parent).astype(np.int32, copy=False)),
+            "name": pa.array(exp.name, pa.string()),
+            "type": pa.array(TYPES, pa.string()).take(pa.array(_ints(exp.type))),
+            "file": pa.array(exp.file, pa.string()),
+            "line": pa.array(line, pa.int64(), mask=line == 0),
+            "end_line": pa.array(end_line, pa.int64(), mask=end_line == 0),
+            "module": pa.array(exp.module, pa.string()),
+        },
+        schema=FRAME_SCHEMA,
+    )
+
+
+def _metadata(exp: ParsedExperiment, locations: list[dict]) -> dict:
+    meta = {k: _typed(v) for k, v in exp.info.items()}
+    if exp.program:
+        meta["program"] = meta["executable"] = exp.program
+    if exp.profile_name and exp.profile_name != exp.program:
+        meta["hpctoolkit.profile"] = exp.profile_name
+    if exp.version:
+        meta["hpctoolkit.xml_version"] = exp.version
+    totals = {exp.metric_table.get(i, i): _typed(v) for i, v in exp.totals.items()}
+    if totals:
+        meta["hpctoolkit.totals"] = totals
+    meta["hostids"] = sorted({loc["hostid"] for loc in locations})
+    meta["hpctoolkit.locations"] = [
+        {**{k: v for k, v in loc.items() if k != "path"}, "file": os.path.basename(loc["path"])} for loc in locations
+    ]
+    return meta

@@ -1,0 +1,318 @@
+"""HPCToolkit v4 databases (a directory with ``meta.db`` + ``profile.db`` [+ ``cct.db``]).
+
+Format reference: ``shared/docs/formats.md`` section 2; the binary decoding is in
+:mod:`perflake.readers.hpctoolkit_v4_sections`.  What this reader does:
+
+* **Tree.** One root ``<program root>`` (type ``root``) stands for the global context (ctxId 0, whose values
+  are the totals of the whole run); *every* entry point (``main thread``, ``unknown entry``,
+  ``application thread``: B.6) is a child of it, named by its pretty name, type ``entry``.  Contexts keep
+  the file, line and module as frame attributes (B.10); the flex words are decoded from the context
+  ``flags``, not guessed from the lexical type (B.10).  ``name`` is spelled as Hatchet spells it so that
+  call paths compare with Hatchet's: ``function: <name>`` (name shortened as Hatchet does; the full names
+  are kept in metadata ``hpctoolkit.function_names``), ``loop <file>:<line>``, ``line <file>:<line>``,
+  ``<module>:<offset>`` for an instruction.  ``type`` is the lexical type (``function``, ``loop``, ``line``,
+  ``instruction``), prefixed ``inlined `` when the context's relation to its parent is an inlined call.
+* **Contexts missing from meta.db** (formats.md 2.5, B.13): values whose ctxId is not in the tree are kept
+  under a second root ``<contexts missing from meta.db>`` as children ``<unknown context N>`` (type
+  ``unknown``), never dropped.  Their values are also contained in the inclusive values of their (unknown)
+  tree ancestors, so this root is outside the program root.
+* **Locations.** Each non-summary profile is identified by its id tuple.  rank = the ``RANK`` id (0 when
+  the tuple has none); thread = the ``THREAD`` id for a CPU thread (0 when nothing is below the rank).
+  Any other profile (GPU streams: ``GPUCONTEXT``, ``GPUSTREAM``) gets thread = 10000 + k, k = its position
+  among the rank's non-CPU profiles sorted by id tuple (collision-free even with several GPU contexts).  A
+  CPU profile whose (rank, thread) is already taken is numbered the same way.  ``hpctoolkit.profiles`` in
+  the metadata lists every profile with its full id tuple, its value count and its (rank, thread).
+* **Metrics** (names as Hatchet builds them: lower case, ``(unit)`` dropped, ``realtime``/``cputime``/
+  ``cycles`` -> ``time``): scope ``function`` -> ``<m>`` (exclusive), ``execution`` -> ``<m> (inc)``
+  (inclusive), any other scope -> ``<m> (<scope>)`` (role other), each scope its own column (B.9).  Units
+  from the ``(unit)`` suffix (``sec`` -> ``seconds``, ``B`` -> ``bytes``).  Metrics without any stored
+  value get no column (all are listed in ``hpctoolkit.metrics`` with their columns).  Values not stored
+  (HPCToolkit stores no zeros) are null, never NaN, so merged sibling nodes sum correctly.
+* **The summary profile** (profile 0, values keyed by statMetricId) is kept at location rank = -1,
+  thread = -1 in *separate* columns named ``<combine>(<column>)`` (``sum(time (inc))``; a formula other
+  than ``$$`` is written out with ``$$`` replaced), role other.  Per-location columns are null at rank -1
+  and summary columns are null elsewhere, so sums over locations never count a value twice.  A further
+  summary profile (none in the samples) is at rank -1, thread -1 - k.  The summary is not always
+  recomputable: in hpctoolkit-gamess the custom ``lex_aware`` scope's sums differ from the per-thread sums
+  on 148 loop contexts.
+* **Run metadata:** ``title``, ``description``, ``hpctoolkit.host_ids`` (NODE physical ids), id kinds,
+  entry points, metric descriptions, database versions, counts of missing contexts.  No date (B.12).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pyarrow as pa
+
+from perflake.errors import ReaderError
+from perflake.readers import hpctoolkit_v4_sections as sec
+from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
+
+GPU_THREAD_BASE = 10000
+SUMMARY_RANK = -1
+ROOT_NAME, MISSING_ROOT = "<program root>", "<contexts missing from meta.db>"
+_FILE_NAMES = {b"meta": "meta.db", b"prof": "profile.db", b"ctxt": "cct.db"}
+_UNIT_RE = re.compile(r"^(.*?)\s*\(([^()]*)\)$")
+_UNITS = {"sec": "seconds", "B": "bytes"}
+_TIME_NAMES = {"cputime": "time", "realtime": "time", "cycles": "time"}
+_MPI_RE = re.compile(r"^(P?MPI_[A-Za-z0-9_]+)")
+_COMBINE = {0: "sum", 1: "min", 2: "max"}
+
+
+def hatchet_function_name(name: str) -> str:
+    """A function name shortened as Hatchet's from_hpctoolkit_latest does (formats.md 2.7)."""
+    m = _MPI_RE.match(name)
+    if m:
+        name = m.group(1)
+    for sep in (" [", ".", "@", "(", "<"):
+        i = name.find(sep)
+        if i > 0:
+            name = name[:i]
+    return name
+
+
+def _db_files(path: str) -> dict[bytes, str]:
+    """format id -> file, the canonical name (meta.db, ...) preferred over any other *.db of that kind."""
+    found: dict[bytes, str] = {}
+    try:
+        entries = sorted(os.listdir(path), key=lambda e: (e not in _FILE_NAMES.values(), e))
+    except OSError:
+        return found
+    for entry in entries:
+        full = os.path.join(path, entry)
+        if entry.endswith(".db") and os.path.isfile(full):
+            fmt = sec.format_id(full)
+            if fmt in _FILE_NAMES and fmt not in found:
+                found[fmt] = full
+    return found
+
+
+def _metric_columns(metrics: list[dict]) -> tuple[list[Metric], dict[int, str], dict[int, str], list[dict]]:
+    """Metric columns, propMetricId -> column, statMetricId -> summary column, metadata descriptions."""
+    out, prop, stat, described, used, summaries = [], {}, {}, [], set(), []
+    for md in metrics:
+        raw = md["name"] or "metric"
+        m = _UNIT_RE.match(raw)
+        base, unit = (m.group(1), m.group(2)) if m else (raw, None)
+        unit = _UNITS.get(unit, unit)
+        base = _TIME_NAMES.get(base.lower(), base.lower())
+        if base in used:  # two metrics with the same Hatchet name: the later one keeps its raw name
+            base = raw.lower()
+            while base in used:
+                base += "'"
+        used.add(base)
+        paired = {"function", "execution"} <= {s["scope"] for s in md["scopes"]}
+        cols, scopes, sums = {}, [], []
+        for s in md["scopes"]:
+            if s["scope"] == "function":
+                col, role, pair = base, EXCLUSIVE if paired else OTHER, f"{base} (inc)" if paired else None
+            elif s["scope"] == "execution":
+                col, role, pair = f"{base} (inc)", INCLUSIVE if paired else OTHER, base if paired else None
+            else:
+                col, role, pair = f"{base} ({s['scope']})", OTHER, None
+            cols[s["scope"]] = prop[s["prop_id"]] = col
+            out.append(Metric(col, role, unit, pair))
+            scopes.append({**s, "column": col})
+        for s in md["summaries"]:
+            col = cols.get(s["scope"], f"{base} ({s['scope']})")
+            formula = s["formula"] or "$$"
+            inner = col if formula == "$$" else formula.replace("$$", f"({col})")
+            stat[s["stat_id"]] = name = f"{_COMBINE.get(s['combine'], 'combine%d' % s['combine'])}({inner})"
+            summaries.append(Metric(name, OTHER, unit if formula == "$$" else None))
+            sums.append({**s, "column": name})
+        described.append({"name": raw, "unit": unit, "scopes": scopes, "summaries": sums})
+    order = lambda m: not (m.name == "time" or m.name.startswith("time (") or "(time" in m.name)  # noqa: E731
+    return sorted(out, key=order) + sorted(summaries, key=order), prop, stat, described
+
+
+def _locations(meta: sec.Meta, infos: list[dict]) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+    """(rank of each profile, thread of each profile, metadata records)."""
+    kinds = meta.kinds
+    kind_name = lambda k: kinds[k] if k < len(kinds) else f"KIND{k}"  # noqa: E731
+    rank = np.zeros(len(infos), np.int32)
+    thread = np.zeros(len(infos), np.int32)
+    records, others, taken, n_summary = [], [], set(), 0
+    for info in infos:
+        ids = [(kind_name(k), bool(f & 1), lid, pid) for k, f, lid, pid in info["id_tuple"]]
+        value = {k: (pid if phys else lid) for k, phys, lid, pid in ids}
+        i = info["index"]
+        if info["summary"]:
+            rank[i], thread[i] = SUMMARY_RANK, -1 - n_summary
+            n_summary += 1
+        else:
+            rank[i] = value.get("RANK", 0)
+            below = {k for k, *_ in ids} - {"NODE", "RANK", "CORE", "SUMMARY"}
+            cpu = value.get("THREAD", 0) if below <= {"THREAD"} else None  # no id below RANK: thread 0
+            if cpu is not None and (rank[i], cpu) not in taken:
+                thread[i] = cpu
+                taken.add((rank[i], cpu))
+            else:
+                others.append((rank[i], [(k, pid if phys else lid) for k, phys, lid, pid in ids], i))
+        records.append({"profile": i, "summary": info["summary"], "values": info["values"],
+                        "id_tuple": [{"kind": k, "physical": p, "logical_id": lid, "physical_id": pid}
+                                     for k, p, lid, pid in ids]})
+    k_of_rank: dict[int, int] = {}
+    for r, _, i in sorted(others, key=lambda o: (o[0], o[1])):
+        k = k_of_rank.get(r, 0)
+        while (r, GPU_THREAD_BASE + k) in taken:
+            k += 1
+        thread[i] = GPU_THREAD_BASE + k
+        taken.add((r, GPU_THREAD_BASE + k))
+        k_of_rank[r] = k + 1
+    for rec in records:
+        rec["rank"], rec["thread"] = int(rank[rec["profile"]]), int(thread[rec["profile"]])
+    return rank, thread, records
+
+
+def _frames(meta: sec.Meta, path: str) -> tuple[dict[str, list], dict[str, list[str]]]:
+    """Frame columns for the program root (local 0) and every context of meta.db (local = index + 1)."""
+    c = meta.contexts
+    cols = {"parent_local": [-1], "name": [ROOT_NAME], "type": ["root"], "file": [None], "line": [None],
+            "module": [None]}
+    full_names: dict[str, set[str]] = {}
+
+    def look(table: dict, ptr: int, what: str, ctx: int):
+        if not ptr:
+            return None
+        if ptr not in table:
+            raise ReaderError(path, f"damaged: context {ctx} refers to a {what} at offset {ptr} not in the {what}s")
+        return table[ptr]
+
+    for i, kind in enumerate(c.kind):
+        ctx = c.ctx_id[i]
+        file = look(meta.files, c.file[i], "source file", ctx)
+        module = look(meta.modules, c.module[i], "load module", ctx)
+        line = c.line[i]
+        if kind == "entry":
+            name = c.name[i] or f"entry point {c.entry_kind[i]}"
+        elif kind == "function":
+            fn = look(meta.functions, c.function[i], "function", ctx)
+            full = "<unknown function>"
+            if fn is not None:
+                fname, fmod, _offset, ffile, fline = fn
+                full = fname or "<unknown function>"
+                module = look(meta.modules, fmod, "load module", ctx) or module
+                if ffile:
+                    file, line = look(meta.files, ffile, "source file", ctx), fline
+            short = hatchet_function_name(full)
+            if short != full:
+                full_names.setdefault(short, set()).add(full)
+            name = f"function: {short}"
+        elif kind in ("loop", "line"):
+            name = f"{kind} {file if file is not None else '<unknown file>'}:{line or 0}"
+        elif kind == "instruction":
+            name = f"{module if module is not None else '<unknown module>'}:{c.offset[i] or 0}"
+        else:  # a lexical type newer than this reader
+            name = f"<{kind}> {ctx}"
+        cols["parent_local"].append(c.parent[i] + 1 if c.parent[i] >= 0 else 0)
+        cols["name"].append(name)
+        cols["type"].append(f"inlined {kind}" if c.relation[i] == 2 else kind)
+        cols["file"].append(file)
+        cols["line"].append(line)
+        cols["module"].append(module)
+    return cols, {k: sorted(v) for k, v in sorted(full_names.items())}
+
+
+def _values(prof: sec.Profiles, local: np.ndarray, n_local: int, metrics: list[Metric], prop: dict, stat: dict,
+            rank: np.ndarray, thread: np.ndarray, path: str) -> tuple[pa.Table, list[Metric]]:
+    """One row per (profile, context) with a value, one column per (metric, scope) or summary statistic."""
+    col_of = {m.name: j for j, m in enumerate(metrics)}
+    lut = np.full((2, 1 << 16), -1, np.int64)  # [is summary, metric id] -> column
+    lut[0, list(prop)] = [col_of[v] for v in prop.values()]
+    lut[1, list(stat)] = [col_of[v] for v in stat.values()]
+    is_summary = np.array([i["summary"] for i in prof.infos])
+    col = lut[is_summary[prof.profile].astype(np.int64), prof.metric]
+    if (col < 0).any():
+        bad = int(prof.metric[col < 0][0])
+        raise ReaderError(path, f"damaged: values for metric id {bad}, which meta.db does not describe")
+    rows, inv = np.unique(prof.profile.astype(np.int64) * n_local + local, return_inverse=True)
+    wide = np.full((len(metrics), rows.size), np.nan)  # one contiguous row per metric column
+    wide[col, inv] = prof.value
+    has = set(np.unique(col).tolist())
+    keep = [j for j, m in enumerate(metrics) if j in has or (m.pair in col_of and col_of[m.pair] in has)]
+    profile_of_row = rows // n_local
+    values = {"local_id": pa.array((rows % n_local).astype(np.int32)),
+              "rank": pa.array(rank[profile_of_row]), "thread": pa.array(thread[profile_of_row])}
+    # absent values are null, not NaN: nodes merged by normalize() must sum to the present values only
+    values.update({metrics[j].name: pa.array(wide[j], mask=np.isnan(wide[j])) for j in keep})
+    return pa.table(values), [metrics[j] for j in keep]
+
+
+class Reader:
+    kind = "hpctoolkit_v4"
+    version = "1"
+
+    @staticmethod
+    def sniff(path: str) -> bool:
+        return os.path.isdir(path) and {b"meta", b"prof"} <= _db_files(path).keys()
+
+    @staticmethod
+    def files(path: str) -> list[str]:
+        found = _db_files(path)
+        return [found[k] for k in (b"meta", b"prof", b"ctxt") if k in found]
+
+    def read(self, path: str) -> ProfileRows:
+        path = os.fspath(path)
+        if not os.path.isdir(path):
+            raise ReaderError(path, "an HPCToolkit v4 database is a directory holding meta.db and profile.db")
+        found = _db_files(path)
+        for fmt in (b"meta", b"prof"):  # a canonical file with a bad header: let the section reader say why
+            found.setdefault(fmt, os.path.join(path, _FILE_NAMES[fmt]))
+            if not os.path.isfile(found[fmt]):
+                raise ReaderError(found[fmt], "missing: an HPCToolkit v4 database needs meta.db and profile.db")
+        meta = sec.read_meta(found[b"meta"])
+        prof = sec.read_profiles(found[b"prof"])
+        cols, full_names = _frames(meta, found[b"meta"])
+        n_tree = len(cols["name"])
+
+        # contexts: program root 0, tree contexts 1..n_tree-1, then the placeholders
+        tree_ids = np.asarray(meta.contexts.ctx_id, dtype=np.int64)
+        top = int(max(tree_ids.max(initial=0), prof.ctx.max(initial=0)))
+        lookup = np.full(top + 1, -1, np.int64)
+        if np.unique(tree_ids).size != tree_ids.size or (tree_ids == 0).any():
+            raise ReaderError(found[b"meta"], "damaged: a ctxId is 0 or appears twice in the context tree")
+        lookup[tree_ids] = np.arange(1, n_tree, dtype=np.int64)
+        lookup[0] = 0
+        local = lookup[prof.ctx]
+        missing = np.unique(prof.ctx[local < 0])
+        if missing.size:
+            lookup[missing] = np.arange(n_tree + 1, n_tree + 1 + missing.size)
+            local = lookup[prof.ctx]
+            cols["parent_local"] += [-1] + [n_tree] * missing.size
+            cols["name"] += [MISSING_ROOT] + [f"<unknown context {int(x)}>" for x in missing]
+            cols["type"] += ["unknown"] * (missing.size + 1)
+            for k in ("file", "line", "module"):
+                cols[k] += [None] * (missing.size + 1)
+        n_local = len(cols["name"])
+        frames = pa.table({"local_id": pa.array(np.arange(n_local, dtype=np.int32)),
+                           "parent_local": pa.array(np.asarray(cols["parent_local"], np.int32)),
+                           **{k: cols[k] for k in ("name", "type", "file", "line")},
+                           "end_line": pa.nulls(n_local, pa.int64()), "module": cols["module"]}, schema=FRAME_SCHEMA)
+
+        metrics, prop, stat, described = _metric_columns(meta.metrics)
+        rank, thread, records = _locations(meta, prof.infos)
+        values, metrics = _values(prof, local, n_local, metrics, prop, stat, rank, thread, found[b"prof"])
+
+        hosts = sorted({t["physical_id"] for r in records for t in r["id_tuple"] if t["kind"] == "NODE"})
+        entries = [{"name": meta.contexts.name[i], "entry_point": meta.contexts.entry_kind[i],
+                    "ctx_id": meta.contexts.ctx_id[i]} for i, k in enumerate(meta.contexts.kind) if k == "entry"]
+        metadata = {
+            "title": meta.title,
+            "description": meta.description,
+            "hpctoolkit.version": {"meta.db": meta.version, "profile.db": prof.version},
+            "hpctoolkit.host_ids": hosts,
+            "hpctoolkit.id_kinds": meta.kinds,
+            "hpctoolkit.entry_points": entries,
+            "hpctoolkit.profiles": records,
+            "hpctoolkit.summary_location": {"rank": SUMMARY_RANK, "thread": -1},
+            "hpctoolkit.gpu_thread_base": GPU_THREAD_BASE,
+            "hpctoolkit.metrics": described,
+            "hpctoolkit.contexts": len(meta.contexts.ctx_id),
+            "hpctoolkit.missing_contexts": int(missing.size),
+            "hpctoolkit.function_names": full_names,
+        }
+        return ProfileRows(format=self.kind, source=path, frames=frames, values=values,
+                           metrics=metrics, metadata=metadata, reader_version=self.version)
