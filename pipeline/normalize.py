@@ -68,6 +68,16 @@ def complete_metrics(metrics: list[Metric]) -> tuple[list[Metric], tuple, tuple]
     return out, tuple(to_inc), tuple(to_exc)
 
 
+def _nan_to_null(table: pa.Table) -> pa.Table:
+    """A NaN value means 'not measured': store it as null so that merging siblings sums only real values."""
+    for i, field in enumerate(table.schema):
+        if pa.types.is_floating(field.type):
+            col = table.column(i)
+            if pc.any(pc.is_nan(col)).as_py():
+                table = table.set_column(i, field, pc.if_else(pc.is_nan(col), pa.scalar(None, field.type), col))
+    return table
+
+
 def _with_run(table: pa.Table, run_id: str) -> pa.Table:
     return table.add_column(0, "run_id", pa.array([run_id] * table.num_rows, pa.string()))
 
@@ -83,7 +93,8 @@ def _derive(con, name: str, pairs: tuple) -> None:
 
 def _group(con, items: list[tuple[str, ProfileRows]], to_inc: tuple, to_exc: tuple):
     frames = pa.concat_tables([_with_run(rows.frames, rid) for rid, rows in items])
-    values = pa.concat_tables([_with_run(rows.values, rid) for rid, rows in items], promote_options="permissive")
+    values = pa.concat_tables([_with_run(_nan_to_null(rows.values), rid) for rid, rows in items],
+                              promote_options="permissive")
     names = list(dict.fromkeys(m.name for _, rows in items for m in rows.metrics))
     con.register("frames_in", frames)
     con.register("values_in", values)

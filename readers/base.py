@@ -20,7 +20,8 @@ module        string     load module / library, null when unknown
 
 Columns of ``ProfileRows.values`` (one row per node and location that has a measurement):
 ``local_id`` int32, ``rank`` int32, ``thread`` int32, then one float64 column per metric in
-``ProfileRows.metrics`` order.  Absent measurements are simply absent rows or NaN.
+``ProfileRows.metrics`` order.  Absent measurements are absent rows, null or NaN; normalisation stores
+them as null (never 0), so that merging identical sibling frames sums only measured values.
 """
 
 from __future__ import annotations

@@ -101,12 +101,10 @@ def _fast_split(raw: bytes):
         return None
     # Caliper ends the rows with "]\n    ]" and writes no such text after them: search from the end.
     stop = raw.rfind(_DATA_END, m.end())
-    end = stop + len(_DATA_END)
-    if stop < 0:
-        found = _DATA_END_RE.search(raw, m.end())
-        if found is None:
-            return None
-        stop, end = found.start(), found.end()
+    found = _DATA_END_RE.search(raw, m.end()) if stop < 0 else None
+    if stop < 0 and found is None:
+        return None
+    stop, end = (found.start(), found.end()) if found else (stop, stop + len(_DATA_END))
     if raw.find(b'"', m.end(), stop) >= 0 or raw.find(b"{", m.end(), stop) >= 0:
         return None  # strings or objects in the rows (or the end was not the rows' end)
     seg = raw[m.end() : stop + 1]  # every row, brackets included
@@ -151,7 +149,18 @@ def _load(path: str):
     except (ValueError, RecursionError) as exc:
         raise ReaderError(path, f"not valid JSON: {exc}") from None
     _check(path, doc)
-    data, ncols = doc["data"], len(doc["columns"])
+    return doc, _json_cells(path, doc["data"], len(doc["columns"]))
+
+
+def _json_cells(path: str, data: list, ncols: int) -> list:
+    """The rows of the plain-JSON path as columns: float64 arrays, or tuples when rows hold strings."""
+    try:  # numbers and nulls only: one C-level conversion; else (strings in rows) column by column below
+        grid = pa.array(data, type=pa.list_(pa.float64()))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+        grid = None
+    if ncols and grid is not None and not grid.null_count and (grid.value_lengths().to_numpy() == ncols).all():
+        grid = grid.flatten().to_numpy(zero_copy_only=False).reshape(-1, ncols)
+        return [np.ascontiguousarray(grid[:, i]) for i in range(ncols)]
     try:
         widths = set(map(len, data))
     except TypeError:
@@ -159,8 +168,7 @@ def _load(path: str):
     if widths - {ncols}:
         i = next(i for i, row in enumerate(data) if len(row) != ncols)
         raise ReaderError(path, f"data row {i} has {len(data[i])} cells, expected {ncols} (one per column)")
-    cells = list(zip(*data)) if data else [()] * ncols
-    return doc, cells
+    return list(zip(*data)) if data else [()] * ncols
 
 
 def _check(path: str, doc) -> None:
@@ -189,12 +197,11 @@ def _floats(path: str, title: str, cells, strict: bool):
 
 def _indices(path: str, title: str, cells, n_nodes: int) -> np.ndarray:
     """Node indices of a reference column as int64, -1 for null."""
-    f = _floats(path, title, cells, strict=True)
-    ok = ~np.isnan(f)
-    if (f[ok] != np.floor(f[ok])).any() or (f[ok] < 0).any() or (f[ok] >= n_nodes).any():
-        bad = f[ok][(f[ok] != np.floor(f[ok])) | (f[ok] < 0) | (f[ok] >= n_nodes)][0]
-        raise ReaderError(path, f"column {title!r}: cell {bad:g} is not a node index (the file has {n_nodes} nodes)")
-    return np.where(ok, f, -1).astype(np.int64)
+    f = np.nan_to_num(_floats(path, title, cells, strict=True), nan=-1.0)
+    bad = (f != np.floor(f)) | (f < -1) | (f >= n_nodes) | ((f < 0) & (f != -1))
+    if bad.any():
+        raise ReaderError(path, f"column {title!r}: cell {f[bad][0]:g} is not a node index (the file has {n_nodes} nodes)")
+    return f.astype(np.int64)
 
 
 def _nodes(path: str, nodes: list):

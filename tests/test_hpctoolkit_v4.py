@@ -240,3 +240,10 @@ def test_wrong_magic(shared_data, tmp_path):
     (db / "profile.db").write_bytes(prof[:10] + b"meta" + prof[14:])  # a second meta.db, no profile.db
     with pytest.raises(ReaderError, match=r"profile\.db: wrong HPCToolkit file kind b'meta'"):
         Reader().read(str(db))
+
+
+def test_catalog_counts_ranks_without_the_summary(shared_data, lake):
+    """Profile 0 (the summary) is stored at rank -1; it is not a rank of the run."""
+    lake.ingest([shared_data("hpctoolkit-gamess")])
+    row = lake.runs().iloc[0]
+    assert row["format"] == "hpctoolkit_v4" and row["ranks"] == 16 and row["nprocs"] == 16

@@ -87,3 +87,13 @@ def test_all_nan_merge_stays_nan():
     df = n.metrics.to_pandas()
     assert len(df) == 2 and counts
     assert df["count"].isna().sum() == 1
+
+
+def test_nan_is_absent_when_siblings_merge():
+    # two identical "a" siblings: one measured (5), one not (NaN): the merged node is 5, not NaN
+    nodes = [(0, -1, "main"), (1, 0, "a"), (2, 0, "a")]
+    values = [(0, 0, 0, 1.0), (1, 0, 0, 5.0), (2, 0, 0, float("nan"))]
+    n = normalize(profile(nodes, values, [Metric("time", "exclusive")]))
+    by_name = dict(zip(n.nodes.column("node_id").to_pylist(), n.nodes.column("name").to_pylist()))
+    got = {by_name[r["node_id"]]: (r["time"], r["time (inc)"]) for r in n.metrics.to_pylist()}
+    assert got == {"main": (1.0, 6.0), "a": (5.0, 5.0)}
