@@ -12,9 +12,8 @@ Format reference: ``shared/docs/formats.md`` section 3.  What this reader does:
   and module, and those rows move to it (3.4; cpi: 85 + 42 = 127 nodes).  A node with one location keeps its
   rows and no file/line/module (Hatchet keeps those as dataframe columns), so a function's id never depends
   on the lines that happened to be sampled.  ``UNKNOWN:0`` means no debug info: file and line stay null;
-* rows: rank = ``mpi.rank`` (0 without it or when null), thread 0.  A null call-path cell is a record
-  outside every region: dropped, as Hatchet does, and counted in ``caliper.rows_without_path``.  A (node,
-  rank) without a row has no values (NaN; Hatchet writes 0);
+* rows: rank = ``mpi.rank`` (0 without it or when null), thread 0.  Records with a null call path (outside every
+  region) are dropped as by Hatchet and counted in ``caliper.rows_without_path``; no record: NaN (Hatchet: 0);
 * metrics: Hatchet's names (``sum#time.duration`` -> ``time``, ``inclusive#sum#time.duration`` ->
   ``time (inc)``: 3.4).  ``time`` and ``sum#...`` are exclusive, ``(inc)``/``inclusive`` inclusive,
   ``count`` and statistics (``min#``, ``max#``, ``avg#``, ``any#``) other (Hatchet calls every non-``(inc)``
@@ -24,8 +23,8 @@ Format reference: ``shared/docs/formats.md`` section 3.  What this reader does:
   (no ``cali.caliper.version`` global) and ``sec`` after (B.21);
 * extra top-level keys are run metadata, typed: integers, floats, ``[a,b]`` lists (B.16; 4.5).
 
-Speed: Caliper writes one row per line with numbers and ``null`` only; pyarrow's CSV parser reads those rows
-and ``json.loads`` the rest.  Any other layout takes the plain ``json.loads`` path (and its error messages).
+Speed: Caliper writes one row per line, numbers and ``null`` only: pyarrow's CSV parser reads those rows and
+``json.loads`` the rest.  Any other layout takes the plain ``json.loads`` path (and its error messages).
 """
 
 from __future__ import annotations
@@ -198,7 +197,7 @@ def _floats(path: str, title: str, cells, strict: bool):
 def _indices(path: str, title: str, cells, n_nodes: int) -> np.ndarray:
     """Node indices of a reference column as int64, -1 for null."""
     f = np.nan_to_num(_floats(path, title, cells, strict=True), nan=-1.0)
-    bad = (f != np.floor(f)) | (f < -1) | (f >= n_nodes) | ((f < 0) & (f != -1))
+    bad = (f != np.floor(f)) | (f < -1) | (f >= n_nodes)
     if bad.any():
         raise ReaderError(path, f"column {title!r}: cell {f[bad][0]:g} is not a node index (the file has {n_nodes} nodes)")
     return f.astype(np.int64)
@@ -302,12 +301,11 @@ class Reader:
             return False
         try:
             with open(path, "rb") as fh:
-                head = fh.read(_HEAD)
+                head, size = fh.read(_HEAD), os.fstat(fh.fileno()).st_size
                 if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
                     return False
                 missing = [k for k in KEYS if not _KEY_RES[k].search(head)]
-                size = os.fstat(fh.fileno()).st_size
-                if missing and size > _HEAD:
+                if missing and size > _HEAD:  # Caliper writes the rows first: the other keys are near the end
                     fh.seek(max(_HEAD, size - _TAIL))
                     tail = fh.read()
                     missing = [k for k in missing if not _KEY_RES[k].search(tail)]
@@ -357,9 +355,8 @@ class Reader:
                 raise ReaderError(path, "column 'mpi.rank': ranks must be integers from 0 to 2**31-1")
             rank = r.astype(np.int32)
         metrics, values = self._metrics(path, titles, colmeta, cells, rows, metadata, hier)
-        table = {"local_id": pa.array(local.astype(np.int32)), "rank": pa.array(rank),
-                 "thread": pa.array(np.zeros(len(rows), np.int32))}
-        table.update({m.name: pa.array(v) for m, v in zip(metrics, values)})
+        table = {"local_id": local.astype(np.int32), "rank": rank, "thread": np.zeros(len(rows), np.int32),
+                 **{m.name: v for m, v in zip(metrics, values)}}
         return ProfileRows(format=self.kind, source=path, frames=frames, values=pa.table(table),
                            metrics=metrics, metadata=metadata, reader_version=self.version)
 
