@@ -177,9 +177,11 @@ def _check(path: str, doc) -> None:
     if missing:
         raise ReaderError(path, "not a Caliper json-split file: missing key(s) " + ", ".join(repr(k) for k in missing))
     bad = next((k for k in KEYS if not isinstance(doc[k], list)), None)
-    if bad or len(doc["column_metadata"]) != len(doc["columns"]) or not all(isinstance(c, str) for c in doc["columns"]) \
-            or not all(isinstance(m, dict) for m in doc["column_metadata"]):
-        raise ReaderError(path, f"{bad!r} is not a list" if bad else "'columns' must be strings and 'column_metadata' one object per column")
+    if bad:
+        raise ReaderError(path, f"not a Caliper json-split file: {bad!r} is not a list")
+    columns, meta = doc["columns"], doc["column_metadata"]
+    if len(meta) != len(columns) or not all(isinstance(c, str) for c in columns) or not all(isinstance(m, dict) for m in meta):
+        raise ReaderError(path, "'columns' must be strings and 'column_metadata' one object per column")
 
 
 def _floats(path: str, title: str, cells, strict: bool):
@@ -231,27 +233,22 @@ def _with_ancestors(parents: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return np.flatnonzero(keep)
 
 
-class _Split:
+def _split(node: np.ndarray, loc: np.ndarray, module: np.ndarray):
     """Statement children of the nodes whose rows carry more than one source location (formats.md 3.4):
-    ``pairs`` (owner local id, location code) per child, ``row_child`` (child per row or -1), ``modules``."""
-
-    def __init__(self, node: np.ndarray, loc: np.ndarray, module: np.ndarray):
-        valid = loc >= 0
-        stride = int(loc.max(initial=0)) + 1
-        key = node * stride + loc
-        ukeys = np.unique(key[valid])
-        owners, counts = np.unique(ukeys // stride, return_counts=True)
-        ukeys = ukeys[np.isin(ukeys // stride, owners[counts > 1])]
-        self.pairs = np.stack([ukeys // stride, ukeys % stride], axis=1)
-        pos = np.minimum(np.searchsorted(ukeys, key), max(len(ukeys) - 1, 0))
-        hit = valid & (ukeys[pos] == key) if len(ukeys) else np.zeros(len(key), bool)
-        self.row_child = np.where(hit, pos, -1)
-        self.modules = np.full(len(ukeys), -1, np.int64)
-        both = hit & (module >= 0)
-        cm = np.unique(np.stack([self.row_child[both], module[both]], axis=1), axis=0)
-        child, n_mod = np.unique(cm[:, 0], return_counts=True)
-        one = child[n_mod == 1]
-        self.modules[one] = cm[np.isin(cm[:, 0], one), 1]
+    (owner local id, location code) per child, child per row (or -1), module node per child (or -1)."""
+    valid = loc >= 0
+    stride = int(loc.max(initial=0)) + 1
+    key = node * stride + loc
+    ukeys = np.unique(key[valid])
+    owners, counts = np.unique(ukeys // stride, return_counts=True)
+    ukeys = ukeys[np.isin(ukeys // stride, owners[counts > 1])]
+    pos = np.minimum(np.searchsorted(ukeys, key), max(len(ukeys) - 1, 0))
+    hit = valid & (ukeys[pos] == key) if len(ukeys) else np.zeros(len(key), bool)
+    row_child, modules = np.where(hit, pos, -1), np.full(len(ukeys), -1, np.int64)
+    cm = np.unique(np.stack([row_child[hit & (module >= 0)], module[hit & (module >= 0)]], axis=1), axis=0)
+    child, n_mod = np.unique(cm[:, 0], return_counts=True)
+    modules[child[n_mod == 1]] = cm[np.isin(cm[:, 0], child[n_mod == 1]), 1]
+    return np.stack([ukeys // stride, ukeys % stride], axis=1), row_child, modules
 
 
 def _location(label: str) -> tuple[str, str | None, int | None]:
@@ -274,16 +271,16 @@ def _frames(labels, parents, node_cols, order, nid, located, module):
     parent_local = np.where(parents[order] >= 0, local_of[parents[order]], -1)
     files, lines, modules = [None] * len(order), [None] * len(order), [None] * len(order)
     if located is not None:
-        split = _Split(local, located[0], np.full(len(nid), -1) if module is None else module)
-        for (_owner, code), mod in zip(split.pairs.tolist(), split.modules.tolist()):
+        pairs, row_child, mods = _split(local, located[0], np.full(len(nid), -1) if module is None else module)
+        for (_owner, code), mod in zip(pairs.tolist(), mods.tolist()):
             name, file, line = _location(located[1][code])
             names.append(name)
             types.append("statement")
             files.append(file)
             lines.append(line)
             modules.append(labels[mod] if mod >= 0 else None)
-        parent_local = np.concatenate([parent_local, split.pairs[:, 0]])
-        local = np.where(split.row_child >= 0, len(order) + split.row_child, local)
+        parent_local = np.concatenate([parent_local, pairs[:, 0]])
+        local = np.where(row_child >= 0, len(order) + row_child, local)
     frames = pa.table({"local_id": np.arange(len(names), dtype=np.int32), "parent_local": parent_local.astype(np.int32),
                        "name": names, "type": types, "file": files, "line": lines, "end_line": [None] * len(names),
                        "module": modules}, schema=FRAME_SCHEMA)

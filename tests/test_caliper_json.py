@@ -153,6 +153,14 @@ def test_without_rank_column_everything_is_rank_0(tmp_path):
     assert rows.frames.column("name").to_pylist() == ["main", "solve", "io"]
 
 
+@pytest.mark.parametrize("caliper_layout", [True, False])
+def test_string_values_are_attributes_not_metrics(tmp_path, caliper_layout):
+    doc = _doc(["kind", "mpi.rank", "time", "path"], [["kernel", 0, 1.0, 0], ["memcpy", 1, 2.0, 1], [None, 0, 3.0, 3]])
+    rows = Reader().read(_write(tmp_path / "k.json", doc, caliper_layout=caliper_layout))
+    assert [m.name for m in rows.metrics] == ["time"] and rows.values.column("time").to_pylist() == [1.0, 2.0, 3.0]
+    assert rows.values.column("local_id").to_pylist() == [0, 1, 2] and rows.values.column("rank").to_pylist() == [0, 1, 0]
+
+
 def test_metadata_is_typed_b16(tmp_path):
     doc = _doc(["mpi.rank", "time", "path"], [[0, 1.0, 0]], **{
         "mpi.world.size": "8", "elapsed_time": "12.5", "launchdate": "1685052650", "cali.caliper.version": "2.10.0-dev",

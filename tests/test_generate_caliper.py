@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
+import golden as golden_check
 from perflake.generators import inclusive_from_exclusive, make_metrics, make_tree, perturb
 from perflake.generators.caliper import COLUMNS, write_caliper_json_runs
+from perflake.graphframe import GraphFrame
 from perflake.normalize import normalize
 from perflake.readers.base import ProfileRows
 from perflake.readers.caliper_json import Reader
@@ -117,3 +122,34 @@ def test_benchmark_size(tmp_path):
     rows = Reader().read(str(path))
     assert rows.frames.num_rows == 1000 and rows.values.num_rows == 256_000
     assert rows.values.column("rank").to_numpy().max() == 255
+
+
+BENCH_PY = Path(__file__).resolve().parents[1] / ".bench-venv" / "bin" / "python"
+
+
+@pytest.mark.skipif(not BENCH_PY.exists(), reason="llnl-hatchet venv (.bench-venv) not installed")
+def test_hatchet_reads_it_too(tmp_path):
+    """llnl-hatchet's from_caliper reads the generated file: every call path, rank and value as ours."""
+    (path,) = write_caliper_json_runs(tmp_path, nodes=60, ranks=3, seed=2)
+    script = (
+        "import sys, json, hatchet\n"
+        "gf = hatchet.GraphFrame.from_caliper(sys.argv[1], node_ordering=False)\n"  # B.14: no Node order column
+        "paths, todo = {}, [(root, ()) for root in gf.graph.roots]\n"  # its reader sets children, not parents
+        "while todo:\n"
+        "    node, above = todo.pop()\n"
+        "    paths[id(node)] = above + (node.frame['name'],)\n"
+        "    todo += [(child, paths[id(node)]) for child in node.children]\n"
+        "df = gf.dataframe.reset_index()\n"
+        "rows = [[paths[id(node)], int(r), t, i] for node, r, t, i in zip(df['node'], df['rank'], df['time'], df['time (inc)'])]\n"
+        "print(json.dumps({'nodes': len(gf.graph), 'rows': rows}))\n"
+    )
+    res = subprocess.run([str(BENCH_PY), "-c", script, str(path)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    theirs = pd.DataFrame([(tuple(p), r, t, i) for p, r, t, i in got["rows"]],
+                          columns=["callpath", "rank", "time", "time (inc)"])
+    rows = Reader().read(str(path))
+    n = normalize(rows)
+    gf = GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata)
+    assert got["nodes"] == len(gf.graph) == 60 and len(theirs) == len(gf.dataframe) == 180
+    golden_check.compare(gf, theirs)

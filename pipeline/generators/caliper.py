@@ -103,7 +103,7 @@ def write_caliper_json_runs(out_dir, *, nodes: int, ranks: int, runs: int = 1, s
 
     Run 0 profiles ``make_tree(nodes, seed=seed)``; run k > 0 profiles ``perturb(base, seed=seed * 1000 + k)``,
     with the metric seeds of :func:`perflake.generators.tau.write_tau_runs`, so the TAU and Caliper runs of one
-    seed describe the same application and the same measurements.
+    seed hold the same call trees and per-node, per-rank times (only the time outside every region differs).
     """
     if nodes < 1 or ranks < 1 or runs < 0 or seed < 0:
         raise ValueError("nodes and ranks must be >= 1; runs and seed >= 0")
