@@ -35,3 +35,13 @@ class UnknownRun(LakeError):
     def __init__(self, run_id: str):
         self.run_id = run_id
         super().__init__(f"no run {run_id!r} in the lake (list them with: perflake runs)")
+
+
+class QueryError(PerflakeError):
+    """A malformed call-path query; the message points at the offending element or token."""
+
+    def __init__(self, message: str, *, query: str | None = None, position: int | None = None):
+        self.query, self.position = query, position
+        if query is not None and position is not None:
+            message = f"{message}\n  {query}\n  {' ' * position}^"
+        super().__init__(message)
