@@ -93,6 +93,26 @@ class GraphFrame:
                       invert_colormap=invert_colormap, render_header=render_header, min_value=min_value,
                       max_value=max_value, colour=colour)
 
+    def update_inclusive_columns(self) -> None:
+        """Recompute inclusive columns from exclusive ones, in place (Hatchet's name: ``time`` -> ``time (inc)``)."""
+        from perflake.inclusive import update_inclusive_columns
+
+        update_inclusive_columns(self)
+
+    def squash(self, update_inclusive_columns: bool = True) -> "GraphFrame":
+        """Keep only nodes present in the dataframe, re-parented to their nearest kept ancestor (a new frame)."""
+        from perflake.squash import squash
+
+        return squash(self, update_inclusive_columns=update_inclusive_columns)
+
+    def filter(self, filter_obj, squash: bool = True, update_inclusive_columns: bool = True,
+               num_procs=None, rec_limit=None, multi_index_mode: str = "off") -> "GraphFrame":
+        """Rows for which ``filter_obj`` holds (a callable on rows, or a call-path query), then squash."""
+        from perflake.filter import filter_rows
+
+        out = filter_rows(self, filter_obj, multi_index_mode=multi_index_mode)
+        return out.squash(update_inclusive_columns=update_inclusive_columns) if squash else out
+
     def copy(self) -> "GraphFrame":
         """A new GraphFrame sharing the (immutable) graph, with a copy of the dataframe."""
         return GraphFrame(self.graph, self.dataframe.copy(), self.exc_metrics, self.inc_metrics,

@@ -1,0 +1,51 @@
+"""squash: after rows were removed, keep only the nodes still in the dataframe, re-parent each to its nearest
+kept ancestor, merge kept siblings whose frames are now identical (values summed; all-NaN stays NaN),
+re-derive call-path ids and recompute inclusive columns -- Hatchet's semantics.
+
+The re-parenting is ``sql/squash_parents.sql``; merging, ids and inclusive values come from the one
+normalisation path used at ingest (``perflake.normalize``), so a squashed frame is keyed exactly as if
+its call paths had been read from a file.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from perflake import sqlfiles
+from perflake.frame_tables import metric_roles, node_ids, to_profile_rows
+from perflake.normalize import MAX_DEPTH, normalize
+from perflake.readers.base import INCLUSIVE
+
+
+def _kept_parents(gf, kept: set) -> dict:
+    rows = [(n.node_id, p.node_id if p is not None else None, n.node_id in kept)
+            for n in gf.graph.traverse() for p in (n.parents or [None])]
+    tree = pa.table({"node_id": pa.array([r[0] for r in rows], pa.uint64()),
+                     "parent_id": pa.array([r[1] for r in rows], pa.uint64()),
+                     "kept": pa.array([r[2] for r in rows], pa.bool_())})
+    con = duckdb.connect()
+    try:
+        con.register("tree_t", tree)
+        result = sqlfiles.relation(con, "squash_parents", max_depth=MAX_DEPTH).fetchall()
+    finally:
+        con.close()
+    return {int(a): (int(b) if b is not None else None) for a, b in result}
+
+
+def squash(gf, *, update_inclusive_columns: bool = True):
+    """A new GraphFrame with only the nodes present in ``gf.dataframe`` (the graph of ``gf`` is untouched)."""
+    from perflake.graphframe import GraphFrame
+
+    kept = set(np.unique(node_ids(gf.dataframe)).tolist())
+    parents = _kept_parents(gf, kept)
+    metrics = metric_roles(gf)
+    if update_inclusive_columns:  # inclusive columns paired with an exclusive one are re-derived
+        metrics = [m for m in metrics if not (m.role == INCLUSIVE and m.pair)]
+    rows = to_profile_rows(gf, parents, metrics)
+    n = normalize(rows)
+    out = GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, gf.metadata)
+    if gf.default_metric in out.dataframe.columns:
+        out.default_metric = gf.default_metric
+    return out
