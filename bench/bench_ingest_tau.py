@@ -247,7 +247,7 @@ def compare(lake_tab, hatchet_npz: pathlib.Path, roots: set[str]) -> dict:
     import pandas as pd
 
     with np.load(hatchet_npz, allow_pickle=False) as z:
-        h = pd.DataFrame({"path": z["path"].astype(object), "rank": z["rank"].astype("int64"),
+        h = pd.DataFrame({"path": z["paths"][z["pidx"]].astype(object), "rank": z["rank"].astype("int64"),
                           "time": z["time"], "inc": z["inc"]})
     m = lake_tab.merge(h, on=["path", "rank"], how="outer", suffixes=("_pl", "_ht"), indicator=True)
     only_pl = int((m["_merge"] == "left_only").sum())

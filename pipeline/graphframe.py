@@ -42,34 +42,53 @@ class GraphFrame:
 
     @classmethod
     def from_tables(cls, nodes: pa.Table, metrics: pa.Table, metric_info: list[Metric], metadata: dict | None = None):
-        """Build from a run's nodes table and metrics table (node_id, rank, thread, <metrics>)."""
+        """Build from a run's nodes table and metrics table (node_id, rank, thread, <metrics>).
+
+        Dense layout: one row per (node in pre-order, location), unmeasured values NaN; the index is built
+        from integer codes (no hashing of Node objects).
+        """
         graph = Graph.from_nodes_table(nodes)
-        by_id = graph.node_by_id()
+        order = np.empty(len(graph), dtype=object)
+        order[:] = list(graph)
+        pre_ids = np.fromiter((n.node_id for n in order), np.uint64, len(order))
+        sorter = np.argsort(pre_ids)
         names = [m.name for m in metric_info if m.name in metrics.column_names]
-        frame = metrics.select(["node_id", "rank", "thread", *names]).to_pandas()
-        frame = frame.astype({"rank": np.int64, "thread": np.int64})
-        ranks = np.unique(frame["rank"].to_numpy()) if len(frame) else np.array([0])
-        threads = np.unique(frame["thread"].to_numpy()) if len(frame) else np.array([0])
-        levels = ["rank"] * (len(ranks) > 1) + ["thread"] * (len(threads) > 1)
-        # every (node, location) gets a row; unmeasured values stay NaN
-        locs = frame[["rank", "thread"]].drop_duplicates()
-        full = pd.MultiIndex.from_arrays(
-            [np.repeat(np.fromiter(by_id.keys(), np.uint64, len(by_id)), len(locs)),
-             np.tile(locs["rank"].to_numpy(), len(by_id)), np.tile(locs["thread"].to_numpy(), len(by_id))],
-            names=["node_id", "rank", "thread"],
-        ) if len(locs) else pd.MultiIndex.from_arrays([np.fromiter(by_id.keys(), np.uint64, len(by_id)), np.zeros(len(by_id), int), np.zeros(len(by_id), int)], names=["node_id", "rank", "thread"])
-        frame = frame.set_index(["node_id", "rank", "thread"]).reindex(full).reset_index()
-        attrs = nodes.select(["node_id", "name", *[c for c in EXTRA_FRAME_COLUMNS if c in nodes.column_names]]).to_pandas()
-        attrs = attrs.astype({c: object for c in attrs.columns if c != "node_id"}).replace({np.nan: None})
-        frame = frame.merge(attrs, on="node_id", how="left")
-        node_objs = [by_id[i] for i in frame["node_id"].tolist()]
-        frame.insert(0, "node", node_objs)
-        frame["_nid"] = [n._hatchet_nid for n in node_objs]
-        frame = frame.sort_values(["_nid", "rank", "thread"], kind="stable")
-        frame = frame.drop(columns=["_nid", "node_id", *[c for c in ("rank", "thread") if c not in levels]])
-        frame = frame.set_index(["node", *levels])
-        columns = ["name", *[c for c in EXTRA_FRAME_COLUMNS if c in frame.columns], *names]
-        frame = frame[columns]
+
+        def position(ids: np.ndarray) -> np.ndarray:
+            return sorter[np.searchsorted(pre_ids, ids, sorter=sorter)]
+
+        rank = metrics.column("rank").to_numpy().astype(np.int64)
+        thread = metrics.column("thread").to_numpy().astype(np.int64)
+        keys = (rank << 32) | (thread & 0xFFFFFFFF)
+        uloc, loc_code = np.unique(keys, return_inverse=True) if len(keys) else (np.zeros(1, np.int64), keys)
+        n_nodes, n_locs = len(order), len(uloc)
+        rows = position(metrics.column("node_id").to_numpy()) * n_locs + loc_code
+        data = {}
+        for name in names:
+            dense = np.full(n_nodes * n_locs, np.nan)
+            dense[rows] = metrics.column(name).to_numpy(zero_copy_only=False)
+            data[name] = dense
+        loc_rank, loc_thread = uloc >> 32, (uloc & 0xFFFFFFFF).astype(np.int64)
+        loc_thread[loc_thread >= 2**31] -= 2**32
+        ranks, rank_codes = np.unique(loc_rank, return_inverse=True)
+        threads, thread_codes = np.unique(loc_thread, return_inverse=True)
+        levels, codes, level_names = [order], [np.repeat(np.arange(n_nodes), n_locs)], ["node"]
+        for lname, values, lcodes in (("rank", ranks, rank_codes), ("thread", threads, thread_codes)):
+            if len(values) > 1:
+                levels.append(pd.Index(values, dtype=np.int64))
+                codes.append(np.tile(lcodes, n_nodes))
+                level_names.append(lname)
+        if len(levels) > 1:
+            index = pd.MultiIndex(levels=levels, codes=codes, names=level_names, verify_integrity=False)
+        else:
+            index = pd.Index(np.repeat(order, n_locs), name="node", dtype=object)
+        node_pos = position(nodes.column("node_id").to_numpy())
+        columns = {}
+        for c in ("name", *[c for c in EXTRA_FRAME_COLUMNS if c in nodes.column_names]):
+            per_node = np.empty(n_nodes, dtype=object)
+            per_node[node_pos] = nodes.column(c).to_pylist()
+            columns[c] = np.repeat(per_node, n_locs)
+        frame = pd.DataFrame({**columns, **data}, index=index)
         return cls(
             graph,
             frame,
