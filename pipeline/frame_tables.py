@@ -117,10 +117,13 @@ def to_profile_rows(gf, kept_parent: dict[int, int | None], metrics: list[Metric
         schema=FRAME_SCHEMA,
     )
     ids = node_ids(df)
-    keep = np.isin(ids, np.fromiter(local.keys(), np.uint64, len(local)))
+    kept_ids = np.fromiter(local.keys(), np.uint64, len(local))
+    kept_lids = np.fromiter(local.values(), np.int32, len(local))
+    sorter = np.argsort(kept_ids)
+    keep = np.isin(ids, kept_ids)
     sub = df[keep]
     rank, thread = locations(sub)
-    lids = np.fromiter((local[int(i)] for i in ids[keep]), np.int32, int(keep.sum()))
+    lids = kept_lids[sorter[np.searchsorted(kept_ids, ids[keep], sorter=sorter)]]
     values = {"local_id": pa.array(lids), "rank": pa.array(rank), "thread": pa.array(thread)}
     for m in metrics:
         values[m.name] = pa.array(sub[m.name].to_numpy(dtype=np.float64, na_value=np.nan), pa.float64())
