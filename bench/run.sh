@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Entry point of `make bench`: set up the Hatchet venv, then run the full-size benchmarks, which print
-# Markdown tables and update bench/RESULTS.md.  Extra arguments go to bench_ingest_tau.py, e.g.
-#   bench/run.sh --quick --no-results      # smoke test (200 nodes x 64 ranks)
+# Markdown tables and update bench/RESULTS.md: bench_ingest_tau.py (TAU), then bench_readers.py (Caliper
+# json-split, HPCToolkit, 1000 .cali files vs Hatchet/Thicket).  Extra arguments go to both scripts, e.g.
+#   bench/run.sh --quick --no-results      # smoke test (small sizes)
 #   bench/run.sh --skip-hatchet            # perflake only (no bench venv needed)
+# Exit status: the worse of the two (0 ok, 1 correctness MISMATCH, 2 a step failed).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,4 +23,10 @@ if [ "$skip_hatchet" = 0 ]; then
     bash bench/setup_venv.sh
 fi
 
-PERFLAKE_BENCH_VIA="bench/run.sh${*:+ $*}" exec .venv/bin/python bench/bench_ingest_tau.py "$@"
+export PERFLAKE_BENCH_VIA="bench/run.sh${*:+ $*}"
+status=0
+.venv/bin/python bench/bench_ingest_tau.py "$@" || status=$?
+rc=0
+.venv/bin/python bench/bench_readers.py "$@" || rc=$?
+[ "$rc" -gt "$status" ] && status=$rc
+exit "$status"

@@ -106,7 +106,8 @@ def _group(con, items: list[tuple[str, ProfileRows]], to_inc: tuple, to_exc: tup
                 lost = rows.frames.num_rows - reached.get(rid, 0)
                 raise ReaderError(rows.source, f"{lost} nodes are not reachable from a root (a parent cycle, or deeper than {MAX_DEPTH})")
         sqlfiles.materialize(con, "nodes_t", "nodes_distinct")
-        sqlfiles.materialize(con, "metrics_t", "normalize_metrics", metrics=names)
+        merges = sum(reached.values()) != con.table("nodes_t").aggregate("count(*)").fetchall()[0][0]
+        sqlfiles.materialize(con, "metrics_t", "normalize_metrics" if merges else "rekey_metrics", metrics=names)
         edges = sqlfiles.relation(con, "edges_from_nodes").to_arrow_table()
         con.register("edges_t", edges)
         if to_inc:

@@ -1,0 +1,50 @@
+"""Hatchet's call-path query language over perflake GraphFrames.
+
+A query is a sequence of ``(quantifier, predicate)`` elements; applying it returns every node on every downward
+path that matches (a path may start at any node).  Three ways to write one, all parsed into one model
+(``model.py``):
+
+* object dialect: ``[{"name": "solvers"}, ("*", {"time (inc)": "> 10"}), {"name": "p[a-z]+[0-9]"}]``;
+* string dialect: ``'MATCH (".", p)->("*") WHERE p."name" =~ "MPI_.*" AND p."time (inc)" > 5'``;
+* base syntax: ``QueryMatcher().match(".", lambda row: ...).rel("*")`` (Python predicates).
+
+Compound queries: ``q1 & q2``, ``q1 | q2``, ``q1 ^ q2``, ``~q`` or the classes below.
+
+    >>> from perflake import query
+    >>> query.apply(gf, [{"name": "corge"}, "*"])          # list of Nodes, graph pre-order
+    >>> query.match_node_ids(gf, '...', multi_index_mode="any")   # numpy uint64 call-path ids
+"""
+
+from perflake.query.compound import (
+    AndQuery,
+    CompoundQuery,
+    ConjunctionQuery,
+    DisjunctionQuery,
+    ExclusiveDisjunctionQuery,
+    IntersectionQuery,
+    NegationQuery,
+    NotQuery,
+    OrQuery,
+    SymDifferenceQuery,
+    UnionQuery,
+    XorQuery,
+)
+from perflake.query.engine import apply, compile_automaton, match_node_ids, to_query
+from perflake.query.model import Query, QueryMatcher
+from perflake.query.object_dialect import ObjectQuery
+from perflake.query.string_dialect import StringQuery, parse_string_dialect
+
+CypherQuery, parse_cypher_query = StringQuery, parse_string_dialect  # Hatchet's old-style names
+
+
+def is_query(obj) -> bool:
+    """True for a query object (base syntax, dialect or compound)."""
+    return isinstance(obj, (Query, CompoundQuery))
+
+
+__all__ = [
+    "AndQuery", "CompoundQuery", "ConjunctionQuery", "CypherQuery", "DisjunctionQuery", "ExclusiveDisjunctionQuery",
+    "IntersectionQuery", "NegationQuery", "NotQuery", "ObjectQuery", "OrQuery", "Query", "QueryMatcher",
+    "StringQuery", "SymDifferenceQuery", "UnionQuery", "XorQuery", "apply", "compile_automaton", "is_query",
+    "match_node_ids", "parse_cypher_query", "parse_string_dialect", "to_query",
+]

@@ -1,0 +1,91 @@
+"""Compound queries: set operations on the node sets of sub-queries (Hatchet's new- and old-style names).
+
+``q1 & q2`` intersects, ``q1 | q2`` unites, ``q1 ^ q2`` takes the symmetric difference (folded left to right
+for more than two, as Hatchet does) and ``~q`` takes every node of the graph that ``q`` does not return.
+A sub-query may be a query object, an object-dialect list or a string-dialect string.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perflake.errors import QueryError
+
+
+class CompoundQuery:
+    """Base class: holds the sub-queries (already converted to query objects)."""
+
+    min_args, max_args = 2, None
+
+    def __init__(self, *queries, multi_index_mode: str | None = None):
+        from perflake.query.engine import to_query
+
+        if len(queries) == 1 and isinstance(queries[0], tuple):
+            queries = queries[0]
+        n = len(queries)
+        if n < self.min_args or (self.max_args is not None and n > self.max_args):
+            want = self.min_args if self.max_args == self.min_args else f"{self.min_args} or more"
+            raise QueryError(f"{type(self).__name__} takes {want} sub-queries, got {n}")
+        self.subqueries = [to_query(q, multi_index_mode) for q in queries]
+
+    def combine(self, results: list[np.ndarray], all_ids: np.ndarray) -> np.ndarray:
+        """Combine the sub-queries' node-id arrays (sorted, unique) into this query's."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(map(repr, self.subqueries))})"
+
+    def __and__(self, other):
+        return ConjunctionQuery(self, other)
+
+    def __or__(self, other):
+        return DisjunctionQuery(self, other)
+
+    def __xor__(self, other):
+        return ExclusiveDisjunctionQuery(self, other)
+
+    def __invert__(self):
+        return NegationQuery(self)
+
+
+class ConjunctionQuery(CompoundQuery):
+    """Nodes returned by every sub-query."""
+
+    def combine(self, results, all_ids):
+        out = results[0]
+        for r in results[1:]:
+            out = np.intersect1d(out, r, assume_unique=True)
+        return out
+
+
+class DisjunctionQuery(CompoundQuery):
+    """Nodes returned by any sub-query."""
+
+    def combine(self, results, all_ids):
+        return np.unique(np.concatenate(results))
+
+
+class ExclusiveDisjunctionQuery(CompoundQuery):
+    """Symmetric difference, folded left to right (a node returned by an odd number of sub-queries)."""
+
+    def combine(self, results, all_ids):
+        out = results[0]
+        for r in results[1:]:
+            out = np.setxor1d(out, r, assume_unique=True)
+        return out
+
+
+class NegationQuery(CompoundQuery):
+    """Every node of the graph that the single sub-query does not return."""
+
+    min_args = max_args = 1
+
+    def combine(self, results, all_ids):
+        return np.setdiff1d(all_ids, results[0], assume_unique=True)
+
+
+# Hatchet's old-style names for the same classes
+AndQuery = IntersectionQuery = ConjunctionQuery
+OrQuery = UnionQuery = DisjunctionQuery
+XorQuery = SymDifferenceQuery = ExclusiveDisjunctionQuery
+NotQuery = NegationQuery

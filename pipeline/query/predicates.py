@@ -1,0 +1,211 @@
+"""Predicates evaluated for all nodes at once: one boolean per node of the graph (pre-order positions).
+
+The inputs are the dataframe's columns plus ``depth``, ``node_id`` (the 64-bit call-path id), ``is_leaf`` and the
+frame attributes that are not columns (``type``).  How a node with several rows (ranks, threads) is read:
+
+* ``"off"`` (default): one value per node, the mean over its rows for numeric columns (NaN skipped, Hatchet's
+  ``drop_index_levels()`` default) and the first non-missing value for the others;
+* ``"any"`` / ``"all"``: each condition is tested on every row, then reduced per node with any / all (per
+  condition, before NOT/AND/OR, as Hatchet's dialects do).  A node without rows satisfies neither.
+
+A predicate that names an attribute the data does not have matches no node (Hatchet's KeyError -> False).
+Conditions of the wrong type (``STARTS WITH`` on a number, ``> 5`` on a string) raise QueryError at the token.
+Python callables (:class:`~perflake.query.model.Call`) are called once per node, with the row (a Series) or,
+for a dataframe indexed by node plus rank/thread, the DataFrame of the node's rows, as Hatchet does.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+
+import numpy as np
+import pandas as pd
+from pandas.api import types as ptypes
+
+from perflake.errors import QueryError
+from perflake.query.model import AUTO_OP, NUMERIC_OPS, STRING_OPS, And, Call, Cond, Not, Or, conds
+from perflake.query.object_dialect import comparison_cond
+
+_NUM = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+        ">=": operator.ge}
+_NUMERIC_KINDS = ("integer", "floating", "mixed-integer-float", "decimal", "boolean")
+
+
+def _kind(s: pd.Series) -> str:
+    """"num", "str", "none" (every value missing) or "mixed"."""
+    if ptypes.is_bool_dtype(s) or ptypes.is_numeric_dtype(s):
+        return "num"
+    inferred = ptypes.infer_dtype(s, skipna=True)
+    if inferred == "string":
+        return "str"
+    if inferred in _NUMERIC_KINDS:
+        return "num"
+    return "none" if inferred == "empty" else "mixed"
+
+
+class NodeTable:
+    """The predicate inputs of one GraphFrame (``tables``: engine.GraphTables of its graph) in one mode."""
+
+    def __init__(self, gf, tables, mode: str):
+        self.gf, self.tables, self.mode = gf, tables, mode
+        self.n = len(tables.nodes)
+        df = gf.dataframe
+        self.multi = isinstance(df.index, pd.MultiIndex)
+        self.codes = _row_positions(df.index, tables.node_ids)
+        self._cache: dict = {}
+
+    def has(self, attr: str) -> bool:
+        return (attr in ("depth", "node_id", "is_leaf") or attr in self.gf.dataframe.columns
+                or attr in self.tables.frame_attrs)
+
+    def values(self, attr: str) -> tuple[pd.Series, bool]:
+        """(values, per_row): per node (length n) or, in "any"/"all" mode, per dataframe row."""
+        key = ("values", attr)
+        if key not in self._cache:
+            self._cache[key] = self._values(attr)
+        return self._cache[key]
+
+    def _values(self, attr: str):
+        t = self.tables
+        if attr == "depth":
+            return pd.Series(t.depth), False
+        if attr == "node_id":
+            return pd.Series(t.node_ids), False
+        if attr == "is_leaf":
+            return pd.Series(t.is_leaf), False
+        df = self.gf.dataframe
+        if attr not in df.columns:
+            return pd.Series([n.frame.attrs.get(attr) for n in t.nodes], dtype=object), False
+        col = df[attr].reset_index(drop=True)
+        if not ptypes.is_numeric_dtype(col) and not ptypes.is_bool_dtype(col):
+            col = col.astype(object)
+        if self.mode != "off" and self.multi:
+            return col, True
+        valid = self.codes >= 0
+        grouped = col[valid].groupby(self.codes[valid], sort=False)
+        if not self.multi:
+            per_node = grouped.first()
+        elif ptypes.is_bool_dtype(col) or not ptypes.is_numeric_dtype(col):
+            per_node = grouped.first()
+        else:
+            per_node = grouped.mean()
+        return per_node.reindex(range(self.n)), False
+
+    def reduce(self, hits: np.ndarray) -> np.ndarray:
+        """Per-row booleans -> per-node booleans with this table's mode ("any" or "all")."""
+        valid = self.codes >= 0
+        count = np.bincount(self.codes[valid], minlength=self.n)
+        true = np.bincount(self.codes[valid], weights=hits[valid].astype(float), minlength=self.n)
+        return true > 0 if self.mode == "any" else (count > 0) & (true == count)
+
+
+def _row_positions(index: pd.Index, node_ids: np.ndarray) -> np.ndarray:
+    """The pre-order position of each dataframe row's node (-1: not in the graph), matched by call-path id."""
+    if isinstance(index, pd.MultiIndex):
+        level = index.names.index("node")
+        nodes, codes = index.levels[level], np.asarray(index.codes[level])
+    else:
+        nodes, codes = index, np.arange(len(index))
+    ids = np.fromiter((getattr(x, "node_id", 0) for x in nodes), np.uint64, len(nodes))
+    order = np.argsort(node_ids, kind="stable")
+    found = np.searchsorted(node_ids[order], ids).clip(0, max(len(node_ids) - 1, 0))
+    pos = np.where(node_ids[order][found] == ids, order[found], -1) if len(node_ids) else np.full(len(ids), -1)
+    return np.where(codes >= 0, pos[codes], -1) if len(pos) else np.full(len(codes), -1)
+
+
+def _fail(cond: Cond, message: str, source: str | None):
+    if source is None:
+        return QueryError(f"query element {cond.pos}: {message}", position=cond.pos)
+    return QueryError(message, query=source, position=cond.pos)
+
+
+def _leaf(cond: Cond, table: NodeTable, source: str | None) -> np.ndarray:
+    if cond.op in ("is_leaf", "is_not_leaf"):
+        leaf = table.tables.is_leaf
+        return leaf.copy() if cond.op == "is_leaf" else ~leaf
+    s, per_row = table.values(cond.attr)
+    hits = _test(cond, s, source)
+    return table.reduce(hits) if per_row else hits
+
+
+def _test(cond: Cond, s: pd.Series, source) -> np.ndarray:
+    kind, op = _kind(s), cond.op
+    if op == AUTO_OP:  # object dialect: a regex for strings, a comparison string for numbers
+        if kind == "num":
+            cond = comparison_cond(cond.attr, cond.value, cond.pos)
+            op = cond.op
+        else:
+            op = "fullregex"
+    if op in NUMERIC_OPS:
+        if kind not in ("num", "none", "mixed"):
+            raise _fail(cond, f"{cond.attr!r} holds strings: {op} {cond.value!r} needs a numeric attribute", source)
+        num = s if kind == "num" else pd.to_numeric(s, errors="coerce")
+        return np.asarray(_NUM[op](num.to_numpy(), cond.value), dtype=bool)
+    if op in STRING_OPS:
+        if kind == "num":
+            raise _fail(cond, f"{cond.attr!r} is numeric: a string test needs a string attribute", source)
+        strs = s.astype(object).str
+        v = cond.value
+        out = {"str==": lambda: s.astype(object) == v,
+               "starts": lambda: strs.startswith(v, na=False),
+               "ends": lambda: strs.endswith(v, na=False),
+               "contains": lambda: strs.contains(v, regex=False, na=False),
+               "regex": lambda: strs.match(v, na=False),
+               "fullregex": lambda: strs.match(v + r"\Z", na=False)}[op]
+        try:
+            return np.asarray(out(), dtype=bool)
+        except re.error as exc:
+            raise _fail(cond, f"bad regular expression {v!r}: {exc}", source) from None
+    if op in ("is_nan", "is_not_nan", "is_inf", "is_not_inf"):  # only numbers are NaN or infinite
+        hit = np.zeros(len(s), bool)
+        if kind == "num":
+            arr = s.to_numpy(dtype=float, na_value=np.nan)
+            hit = np.isnan(arr) if "nan" in op else np.isinf(arr)
+        return ~hit if "_not_" in op else hit
+    if op in ("is_none", "is_not_none"):  # a missing string is None; a numeric NaN is not None
+        hit = np.zeros(len(s), bool) if kind == "num" else np.asarray(s.isna(), dtype=bool)
+        return ~hit if op == "is_not_none" else hit
+    raise _fail(cond, f"unknown operation {op!r}", source)
+
+
+def evaluate(pred, table: NodeTable, source: str | None = None) -> np.ndarray:
+    """One boolean per node (pre-order position) for a predicate tree or a Python callable."""
+    if isinstance(pred, Call):
+        return _call(pred.fn, table)
+    if any(c.attr is not None and not table.has(c.attr) for c in conds(pred)):
+        return np.zeros(table.n, bool)
+    return _tree(pred, table, source)
+
+
+def _tree(pred, table, source) -> np.ndarray:
+    if isinstance(pred, Cond):
+        return _leaf(pred, table, source)
+    if isinstance(pred, Not):
+        return ~_tree(pred.arg, table, source)
+    if isinstance(pred, And):
+        out = np.ones(table.n, bool)
+        for a in pred.args:
+            out &= _tree(a, table, source)
+        return out
+    if isinstance(pred, Or):
+        out = np.zeros(table.n, bool)
+        for a in pred.args:
+            out |= _tree(a, table, source)
+        return out
+    raise QueryError(f"not a predicate: {pred!r}")
+
+
+def _call(fn, table: NodeTable) -> np.ndarray:
+    """A Python predicate, called per node as Hatchet calls it."""
+    df = table.gf.dataframe
+    out = np.zeros(table.n, bool)
+    if table.multi:  # the DataFrame of the node's rows, full index kept (Hatchet's dframe.xs(node))
+        for i, rows in df.groupby(table.codes, sort=False):
+            if i >= 0:
+                out[i] = bool(fn(rows))
+    else:  # the node's row as a Series named by the node (Hatchet's dframe.loc[node])
+        for i, (_, row) in zip(table.codes, df.iterrows()):
+            if i >= 0:
+                out[i] = bool(fn(row))
+    return out
