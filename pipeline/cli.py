@@ -102,6 +102,13 @@ def cmd_compare(args) -> int:
     return EXIT_OK
 
 
+def cmd_query(args) -> int:
+    df = _lake(args).query(args.query, runs=args.runs or None, where=args.where,
+                           multi_index_mode=args.multi_index_mode)
+    _print_frame(_paths_column(df.drop(columns=["node_id"]), args.format), args.format, max_rows=args.max_rows)
+    return EXIT_OK
+
+
 def cmd_generate(args) -> int:
     from perflake.generators import WRITERS
 
@@ -175,6 +182,16 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--top", type=int, default=15)
     fmt_arg(sp)
     sp.set_defaults(func=cmd_compare)
+
+    sp = sub.add_parser("query", help="call-path query (Hatchet's string dialect) over runs of the lake")
+    sp.add_argument("query", help='e.g. MATCH (".", p)->("*", q) WHERE p."name" =~ "MPI_.*"')
+    sp.add_argument("runs", nargs="*", help="run ids (default: all runs, or --where)")
+    lake_arg(sp)
+    sp.add_argument("--where", help="SQL condition on the runs catalog, e.g. \"format = 'tau' and ranks >= 64\"")
+    sp.add_argument("--multi-index-mode", choices=["off", "any", "all"], default="off")
+    sp.add_argument("--max-rows", type=int, default=100)
+    fmt_arg(sp)
+    sp.set_defaults(func=cmd_query)
 
     sp = sub.add_parser("generate", help="write synthetic profiles in a real format (deterministic by seed)")
     sp.add_argument("format", choices=["caliper", "hpctoolkit", "tau"])

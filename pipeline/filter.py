@@ -23,8 +23,10 @@ def filter_rows(gf, filter_obj, *, multi_index_mode: str = "off"):
     """A new GraphFrame (same, shared graph) holding only the selected rows."""
     from perflake.graphframe import GraphFrame
 
+    from perflake.query import is_query
+
     df = gf.dataframe
-    if callable(filter_obj) and not hasattr(filter_obj, "match") and not isinstance(filter_obj, (list, str)):
+    if callable(filter_obj) and not is_query(filter_obj):
         mask = _vectorised(filter_obj, df)
         if mask is None:
             mask = np.fromiter((bool(filter_obj(row)) for _, row in df.iterrows()), bool, len(df))

@@ -121,3 +121,11 @@ class Lake:
         from perflake.analysis import compare
 
         return compare(self, run_a, run_b, metric=metric)
+
+    def query(self, query, *, runs=None, where: str | None = None, multi_index_mode: str = "off",
+              graphframes: bool = False):
+        """Nodes matching a call-path query in each run (see :func:`perflake.lake_query.query`)."""
+        from perflake.lake_query import query as run_query
+
+        return run_query(self, query, runs=runs, where=where, multi_index_mode=multi_index_mode,
+                         graphframes=graphframes)

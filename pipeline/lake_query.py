@@ -1,0 +1,46 @@
+"""One call-path query over many runs of the lake: per run, the nodes on matching paths."""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+
+from perflake.errors import LakeError
+
+
+def select_runs(lake, runs=None, where: str | None = None, params=None) -> list[str]:
+    """Run ids: the given ones (ids or prefixes), or those whose catalog row satisfies the SQL ``where``."""
+    if runs:
+        return [lake.resolve(r)["run_id"] for r in runs]
+    if where:
+        con = lake.connect()
+        try:
+            rel = con.table("runs").filter(duckdb.SQLExpression(where)).select("run_id")
+            return [r[0] for r in rel.fetchall()]
+        except duckdb.Error as exc:
+            raise LakeError(f"--where {where!r}: {str(exc).splitlines()[0]}") from None
+        finally:
+            con.close()
+    return lake.catalog().runs().column("run_id").to_pylist()
+
+
+def query(lake, q, *, runs=None, where: str | None = None, multi_index_mode: str = "off", graphframes: bool = False):
+    """Apply ``q`` (any query form) to each selected run.
+
+    Returns a DataFrame (run_id, node_id, depth, name, path) of matched nodes, or with ``graphframes=True``
+    a dict run_id -> filtered and squashed GraphFrame.
+    """
+    from perflake.query import apply
+
+    out, frames = [], {}
+    for run_id in select_runs(lake, runs, where):
+        gf = lake.graphframe(run_id)
+        nodes = apply(gf, q, multi_index_mode=multi_index_mode)
+        if graphframes:
+            frames[run_id] = gf.filter(q, multi_index_mode=multi_index_mode)
+        for node in nodes:
+            out.append({"run_id": run_id, "node_id": node.node_id, "depth": node.depth,
+                        "name": node.frame.get("name"), "path": [str(n.frame.get("name")) for n in node.path()]})
+    if graphframes:
+        return frames
+    return pd.DataFrame(out, columns=["run_id", "node_id", "depth", "name", "path"])
