@@ -13,6 +13,17 @@ Compound queries: ``q1 & q2``, ``q1 | q2``, ``q1 ^ q2``, ``~q`` or the classes b
     >>> from perflake import query
     >>> query.apply(gf, [{"name": "corge"}, "*"])          # list of Nodes, graph pre-order
     >>> query.match_node_ids(gf, '...', multi_index_mode="any")   # numpy uint64 call-path ids
+
+Differences from llnl-hatchet 2026.2.0 (each covered by a test):
+
+* two consecutive wildcard elements (e.g. ``"+"`` then ``"*"``) match like a regular expression; Hatchet
+  looks one element ahead only, so its answer can depend on siblings;
+* ``node_id`` is perflake's 64-bit call-path id, not Hatchet's pre-order index;
+* ``p... OR q...`` across two variables is a QueryError (Hatchet silently reads it as AND);
+* extensions: parentheses in WHERE, case-insensitive keywords, ``<>``, frame attributes such as ``type``;
+* multi-rank data with ``multi_index_mode="off"`` uses the per-node mean of each numeric column (Hatchet's
+  ``drop_index_levels()`` default) instead of raising; "any"/"all" test every row, then reduce per node;
+* a missing string counts as None (``IS NONE``); a numeric NaN does not.
 """
 
 from perflake.query.compound import (
