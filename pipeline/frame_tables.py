@@ -49,14 +49,14 @@ def edges(graph) -> pa.Table:
             parents.append(p.node_id)
             children.append(node.node_id)
     n = len(children)
-    return pa.table({"run_id": pa.array(["_"] * n, pa.string()), "parent_id": pa.array(parents, pa.uint64()),
+    return pa.table({"run_id": pa.repeat(pa.scalar("_", pa.string()), n), "parent_id": pa.array(parents, pa.uint64()),
                      "child_id": pa.array(children, pa.uint64())})
 
 
 def metrics_table(df: pd.DataFrame, columns: list[str]) -> pa.Table:
     """(run_id, node_id, rank, thread, <columns>) from a GraphFrame dataframe."""
     rank, thread = locations(df)
-    data = {"run_id": pa.array(["_"] * len(df), pa.string()), "node_id": pa.array(node_ids(df), pa.uint64()),
+    data = {"run_id": pa.repeat(pa.scalar("_", pa.string()), len(df)), "node_id": pa.array(node_ids(df), pa.uint64()),
             "rank": pa.array(rank), "thread": pa.array(thread)}
     for c in columns:
         data[c] = pa.array(df[c].to_numpy(dtype=np.float64, na_value=np.nan), pa.float64(), from_pandas=True)

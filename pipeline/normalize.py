@@ -78,8 +78,14 @@ def _nan_to_null(table: pa.Table) -> pa.Table:
     return table
 
 
-def _with_run(table: pa.Table, run_id: str) -> pa.Table:
-    return table.add_column(0, "run_id", pa.array([run_id] * table.num_rows, pa.string()))
+def _with_run(table: pa.Table, run_no: int) -> pa.Table:
+    """Add the run key.  Inside normalisation runs are keyed by their position (an integer sorts and joins
+    much faster than a string); :func:`normalize_many` maps the key back to run ids at the end."""
+    return table.add_column(0, "run_id", pa.repeat(pa.scalar(run_no, pa.int32()), table.num_rows))
+
+
+def _run_ids(table: pa.Table, ids: pa.Array) -> pa.Table:
+    return table.set_column(0, "run_id", pc.take(ids, table.column(0)))
 
 
 def _derive(con, name: str, pairs: tuple) -> None:
@@ -91,9 +97,9 @@ def _derive(con, name: str, pairs: tuple) -> None:
     sqlfiles.materialize(con, "metrics_t", "merge_metrics")
 
 
-def _group(con, items: list[tuple[str, ProfileRows]], to_inc: tuple, to_exc: tuple):
-    frames = pa.concat_tables([_with_run(rows.frames, rid) for rid, rows in items])
-    values = pa.concat_tables([_with_run(_nan_to_null(rows.values), rid) for rid, rows in items],
+def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tuple):
+    frames = pa.concat_tables([_with_run(rows.frames, no) for no, rows in items])
+    values = pa.concat_tables([_with_run(_nan_to_null(rows.values), no) for no, rows in items],
                               promote_options="permissive")
     names = list(dict.fromkeys(m.name for _, rows in items for m in rows.metrics))
     con.register("frames_in", frames)
@@ -101,9 +107,9 @@ def _group(con, items: list[tuple[str, ProfileRows]], to_inc: tuple, to_exc: tup
     try:
         sqlfiles.materialize(con, "local_nodes", "normalize_nodes", max_depth=MAX_DEPTH)
         reached = dict(sqlfiles.relation(con, "reached_counts").fetchall())
-        for rid, rows in items:
-            if reached.get(rid, 0) != rows.frames.num_rows:
-                lost = rows.frames.num_rows - reached.get(rid, 0)
+        for no, rows in items:
+            if reached.get(no, 0) != rows.frames.num_rows:
+                lost = rows.frames.num_rows - reached.get(no, 0)
                 raise ReaderError(rows.source, f"{lost} nodes are not reachable from a root (a parent cycle, or deeper than {MAX_DEPTH})")
         sqlfiles.materialize(con, "nodes_t", "nodes_distinct")
         merges = sum(reached.values()) != con.table("nodes_t").aggregate("count(*)").fetchall()[0][0]
@@ -127,22 +133,24 @@ def _group(con, items: list[tuple[str, ProfileRows]], to_inc: tuple, to_exc: tup
 
 def normalize_many(items: list[tuple[str, ProfileRows]], con: duckdb.DuckDBPyConnection | None = None) -> Batch:
     """Normalise ``(run_id, rows)`` pairs together.  Raises ReaderError naming the first bad run's source."""
+    items = sorted(items, key=lambda item: item[0])  # run numbers in run-id order keep the tables sorted by run_id
     own = con is None
     con = con or duckdb.connect()
     try:
         groups: dict[tuple, list] = {}
         infos = {}
-        for rid, rows in items:
+        for no, (rid, rows) in enumerate(items):
             info, to_inc, to_exc = complete_metrics(rows.metrics)
             infos[rid] = info
-            groups.setdefault((to_inc, to_exc), []).append((rid, rows))
+            groups.setdefault((to_inc, to_exc), []).append((no, rows))
         parts = [_group(con, group, *key) for key, group in groups.items()]
     finally:
         if own:
             con.close()
-    nodes = pa.concat_tables([p[0] for p in parts])
-    edges = pa.concat_tables([p[1] for p in parts])
-    metrics = pa.concat_tables([p[2] for p in parts], promote_options="permissive")
+    ids = pa.array([rid for rid, _ in items], pa.string())
+    nodes = _run_ids(pa.concat_tables([p[0] for p in parts]), ids)
+    edges = _run_ids(pa.concat_tables([p[1] for p in parts]), ids)
+    metrics = _run_ids(pa.concat_tables([p[2] for p in parts], promote_options="permissive"), ids)
     if len(parts) > 1:
         nodes = nodes.sort_by([("run_id", "ascending"), ("node_id", "ascending")])
         edges = edges.sort_by([("run_id", "ascending")])
@@ -150,8 +158,8 @@ def normalize_many(items: list[tuple[str, ProfileRows]], con: duckdb.DuckDBPyCon
     counts = {k: v for p in parts for k, v in p[3].items()}
     n_nodes = {v["values"]: v["counts"] for v in pc.value_counts(nodes.column("run_id")).to_pylist()}
     runs = {}
-    for rid, _ in items:
-        ranks, threads = counts.get(rid, (0, 0))
+    for no, (rid, _) in enumerate(items):
+        ranks, threads = counts.get(no, (0, 0))
         runs[rid] = RunFacts(infos[rid], ranks, threads, int(n_nodes.get(rid, 0)))
     return Batch(nodes, edges, metrics, runs)
 
