@@ -119,7 +119,10 @@ def ensure_generated(fmt: str, nodes: int, ranks: int, *, guarded: bool) -> tupl
     stamp = out / ".complete.json"
     params = {"generator": f"perflake.generators.{writer}", "nodes": nodes, "ranks": ranks, "runs": 1, "seed": SEED}
     if _stamp_ok(stamp, params) and run.exists():
-        return run, None
+        try:  # the facts of the run that generated it, if it was this script
+            return run, {**json.loads((out / ".generation.json").read_text()), "earlier": True}
+        except (OSError, ValueError):
+            return run, None
     log(f"generating {rel(out)} ({writer}, {nodes} nodes x {ranks} ranks, seed {SEED}) ...")
     shutil.rmtree(out, ignore_errors=True)
     code = (f"from perflake.generators import {writer}; "
@@ -135,6 +138,8 @@ def ensure_generated(fmt: str, nodes: int, ranks: int, *, guarded: bool) -> tupl
     if g["rc"] != 0 or not run.exists():
         raise RuntimeError(f"generation failed (rc {g['rc']}): {g['stderr'][-2000:]}")
     stamp.write_text(json.dumps(params))
+    (out / ".generation.json").write_text(json.dumps({"date": dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+                                                      "wall_s": g["wall_s"], "rss_kib": g["rss_kib"]}))
     log(f"generated in {g['wall_s']:.1f} s, peak RSS {g['rss_kib'] / 1024:,.0f} MiB")
     return run, g
 
@@ -444,8 +449,12 @@ def single_run_bench(a, r: dict, fmt: str, nodes: int, ranks: int, *, scale: boo
     reader = {"caliper-json": "caliper", "hpctoolkit": "hpctoolkit"}[fmt]
     gen_call = f"`{writer}(out, nodes={nodes}, ranks={ranks}, runs=1, seed={SEED})`"
     run, gen = ensure_generated(fmt, nodes, ranks, guarded=scale)
-    gen_note = (f"; generated in this run in {gen['wall_s']:.1f} s, peak RSS {mib(gen['rss_kib'])} "
-                "(`.venv/bin/python -c ...` subprocess)" if gen and not gen.get("skipped") else "")
+    gen_note = ""
+    if gen and not gen.get("skipped"):
+        when = f"on {gen['date']}, reused here" if gen.get("earlier") else "in this run"
+        gen_note = (f"; generated {when} in {gen['wall_s']:.1f} s, peak RSS {mib(gen['rss_kib'])} "
+                    f"(`.venv/bin/python -c ...` subprocess; limits {GEN_LIMIT_S:.0f} s / "
+                    f"{GEN_LIMIT_KIB / 1024 ** 2:.0f} GiB{'' if scale else ' not applied'})")
     if run is None:
         lines = header(name, r, f"{gen_call}: **skipped** -- {gen['skipped']}")
         lines.append(f"| everything | skipped: {gen['skipped']} |")
