@@ -1,6 +1,6 @@
 """update_inclusive_columns: inclusive = own exclusive + all descendants' exclusive, per (node, rank, thread).
 
-Runs ``sql/closure.sql`` and ``sql/inclusive.sql`` (the same files ingest uses) over the GraphFrame's edges
+Runs ``sql/closure.sql`` and ``sql/inclusive_wide.sql`` (the same files ingest uses) over the GraphFrame's edges
 and metrics; a node reachable by several paths counts once per ancestor (Hatchet's subgraph_sum).
 """
 
@@ -31,17 +31,14 @@ def update_inclusive_columns(gf) -> None:
         con.register("edges_t", edges(gf.graph))
         con.register("metrics_t", metrics_table(df, exc))
         sqlfiles.materialize(con, "closure_t", "closure", max_depth=MAX_DEPTH)
-        sqlfiles.materialize(con, "metric_long", "inclusive", exc=exc, inc=inc)
-        long = con.table("metric_long").df()
+        wide = sqlfiles.relation(con, "inclusive_wide", exc=exc).df()
     finally:
         con.close()
-    wide = long.pivot_table(index=["node_id", "rank", "thread"], columns="metric", values="value", aggfunc="first")
     rank, thread = locations(df)
     keys = pd.MultiIndex.from_arrays([node_ids(df), rank, thread], names=["node_id", "rank", "thread"])
-    wide.index = wide.index.set_levels([wide.index.levels[0].astype(np.uint64), wide.index.levels[1].astype(np.int32),
-                                        wide.index.levels[2].astype(np.int32)])
+    wide = wide.astype({"node_id": np.uint64, "rank": np.int32, "thread": np.int32}).set_index(["node_id", "rank", "thread"])
     aligned = wide.reindex(keys)
-    for name in inc:
-        df[name] = aligned[name].to_numpy() if name in aligned.columns else np.nan
+    for e, name in zip(exc, inc):
+        df[name] = aligned[e].to_numpy()
         if name not in gf.inc_metrics:
             gf.inc_metrics.append(name)

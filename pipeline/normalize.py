@@ -88,11 +88,18 @@ def _run_ids(table: pa.Table, ids: pa.Array) -> pa.Table:
     return table.set_column(0, "run_id", pc.take(ids, table.column(0)))
 
 
-def _derive(con, name: str, pairs: tuple) -> None:
-    """Run sql/<name>.sql for ``pairs`` (source, target) and merge the pivoted result into metrics_t."""
-    src, dst = [p[0] for p in pairs], [p[1] for p in pairs]
-    params = {"exc": src, "inc": dst} if name == "inclusive" else {"inc": src, "exc": dst}
-    sqlfiles.materialize(con, "metric_long", name, **params)
+def _derive_inclusive(con, pairs: tuple) -> None:
+    """Inclusive columns for (exclusive, inclusive) ``pairs``, merged into metrics_t (needs closure_t)."""
+    wide = sqlfiles.relation(con, "inclusive_wide", exc=[p[0] for p in pairs]).to_arrow_table()
+    rename = dict(pairs)
+    con.register("derived_t", wide.rename_columns([rename.get(c, c) for c in wide.column_names]))
+    sqlfiles.materialize(con, "metrics_t", "merge_metrics")
+    con.unregister("derived_t")
+
+
+def _derive_exclusive(con, pairs: tuple) -> None:
+    """Exclusive columns for (inclusive, exclusive) ``pairs`` (long form, then pivoted), merged into metrics_t."""
+    sqlfiles.materialize(con, "metric_long", "exclusive", inc=[p[0] for p in pairs], exc=[p[1] for p in pairs])
     sqlfiles.materialize(con, "derived_t", "pivot_metrics")
     sqlfiles.materialize(con, "metrics_t", "merge_metrics")
 
@@ -118,9 +125,9 @@ def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tup
         con.register("edges_t", edges)
         if to_inc:
             sqlfiles.materialize(con, "closure_t", "closure", max_depth=MAX_DEPTH)
-            _derive(con, "inclusive", to_inc)
+            _derive_inclusive(con, to_inc)
         if to_exc:
-            _derive(con, "exclusive", to_exc)
+            _derive_exclusive(con, to_exc)
         counts = {r: (int(a), int(b)) for r, a, b in sqlfiles.relation(con, "location_counts").fetchall()}
         return con.table("nodes_t").to_arrow_table(), edges, con.table("metrics_t").to_arrow_table(), counts
     finally:
