@@ -127,3 +127,31 @@ class Catalog:
     def files(self, table: str, batches) -> list[str]:
         """The data files of ``table`` for the given batches, as DuckDB paths."""
         return [self.duck_path(self.path(table, b)) for b in sorted(set(batches))]
+
+    # -- maintenance ---------------------------------------------------------------------------------------
+    def leftovers(self, older_than: float) -> list[str]:
+        """Files no committed batch owns (a crashed ingest's data files, temporary files), older than
+        ``older_than`` seconds -- younger ones may belong to an ingest that is still running."""
+        import time
+
+        committed = set(self.batches())
+        now = time.time()
+        found = []
+        for table in (RUNS, *DATA_TABLES):
+            for info in self.fs.ls(f"{self.root}/{table}", detail=True):
+                name = info["name"].rsplit("/", 1)[-1]
+                batch = name[len("part-"):-len(".parquet")] if name.startswith("part-") and name.endswith(".parquet") else None
+                if batch in committed:
+                    continue
+                mtime = info.get("mtime") or info.get("created") or 0
+                mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else float(mtime)
+                if now - mtime >= older_than:
+                    found.append(info["name"])
+        return sorted(found)
+
+    def vacuum(self, older_than: float = 3600.0) -> list[str]:
+        """Delete :meth:`leftovers`; returns what was removed."""
+        removed = self.leftovers(older_than)
+        for path in removed:
+            self.fs.rm(path)
+        return removed

@@ -109,6 +109,14 @@ def cmd_query(args) -> int:
     return EXIT_OK
 
 
+def cmd_vacuum(args) -> int:
+    removed = _lake(args).vacuum(older_than=args.older_than)
+    for path in removed:
+        print(f"removed {path}")
+    print(f"removed {len(removed)} leftover files")
+    return EXIT_OK
+
+
 def cmd_generate(args) -> int:
     from perflake.generators import WRITERS
 
@@ -192,6 +200,11 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--max-rows", type=int, default=100)
     fmt_arg(sp)
     sp.set_defaults(func=cmd_query)
+
+    sp = sub.add_parser("vacuum", help="remove leftovers of crashed ingests (files no committed batch owns)")
+    lake_arg(sp)
+    sp.add_argument("--older-than", type=float, default=3600.0, help="seconds (default 3600): younger files are kept")
+    sp.set_defaults(func=cmd_vacuum)
 
     sp = sub.add_parser("generate", help="write synthetic profiles in a real format (deterministic by seed)")
     sp.add_argument("format", choices=["caliper", "hpctoolkit", "tau"])

@@ -129,3 +129,7 @@ class Lake:
 
         return run_query(self, query, runs=runs, where=where, multi_index_mode=multi_index_mode,
                          graphframes=graphframes)
+
+    def vacuum(self, older_than: float = 3600.0) -> list[str]:
+        """Remove files of batches that never committed (a crashed ingest), older than ``older_than`` seconds."""
+        return self.catalog().vacuum(older_than)

@@ -146,3 +146,24 @@ def test_catalog_counts_match_the_tables(two_runs, lake):
     )
     assert (df["n_nodes"] == df["nodes_rows"]).all() and (df["ranks"] == df["ranks_seen"]).all()
     assert (df["ranks"] == 4).all() and (df["threads"] == 1).all()
+
+
+def test_vacuum_removes_only_old_leftovers(two_runs, tmp_path, lake):
+    import os
+    import time
+
+    lake.ingest([two_runs[0]])
+    root = tmp_path / "lake"
+    committed = lake_files(root)
+    old = root / "metrics" / "part-20200101T000000000000-deadbeef.parquet"  # a crashed ingest's file
+    young = root / "nodes" / "part-29990101T000000000000-cafef00d.parquet"  # an ingest still running
+    tmp = root / "runs" / ".part-x.parquet.1234.tmp"
+    for f in (old, young, tmp):
+        f.write_bytes(b"partial")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    os.utime(tmp, (time.time() - 7200, time.time() - 7200))
+    assert lake.vacuum(older_than=3600) == sorted([str(old), str(tmp)])
+    assert young.exists() and not old.exists() and not tmp.exists()
+    young.unlink()
+    assert lake_files(root) == committed  # committed data untouched
+    assert len(lake.runs()) == 1
