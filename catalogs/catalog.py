@@ -15,6 +15,7 @@ are found through the catalog (batch -> file name), never by globbing the data f
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
 import json
@@ -93,6 +94,23 @@ class Catalog:
         with self.fs.open(path, "wb") as fh:
             pq.write_table(table, fh, compression="zstd", row_group_size=ROW_GROUP_ROWS)
         return path
+
+    @contextlib.contextmanager
+    def commit_lock(self):
+        """Serialise the commit step of concurrent ingests on a local lake (an exclusive lock on
+        ``<root>/.commit.lock``); on other filesystems there is no lock and duplicates are only prevented
+        within one process."""
+        if not self.local:
+            yield
+            return
+        import fcntl
+
+        with open(f"{self.root}/.commit.lock", "a+b") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
     def commit(self, batch: str, runs: pa.Table) -> None:
         """Make a batch visible: write its catalog rows atomically.  Nothing before this is visible."""

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from perflake import __version__
 from perflake.catalogs.catalog import Catalog, new_batch_id
@@ -158,18 +159,27 @@ class _Batch:
         batch = self._normalize(report)
         if batch is None:
             return
-        rows = sorted(
-            (_run_row(p.run_id, p.sha, self.id, p.path, p.kind, p.reader, batch.runs[p.run_id], p.rows.metadata,
-                      p.n_files, p.nbytes) for p in self.pending),
-            key=lambda r: r["run_id"],
-        )
-        try:
-            for name, table in (("nodes", batch.nodes), ("edges", batch.edges), ("metrics", batch.metrics)):
-                catalog.write_table(name, self.id, table)
-            catalog.commit(self.id, pa.Table.from_pylist(rows, schema=RUNS_SCHEMA))
-        except BaseException:
-            catalog.discard(self.id)
-            raise
+        with catalog.commit_lock():  # another ingest may have committed some of these runs meanwhile
+            present = dict(zip(*(catalog.runs().column(c).to_pylist() for c in ("content_sha256", "run_id"))))
+            report.skipped += [(p.path, present[p.sha]) for p in self.pending if p.sha in present]
+            pending = [p for p in self.pending if p.sha not in present]
+            if not pending:
+                return
+            keep = pa.array([p.run_id for p in pending], pa.string())
+            tables = [(name, t if len(pending) == len(self.pending) else t.filter(pc.is_in(t.column("run_id"), value_set=keep)))
+                      for name, t in (("nodes", batch.nodes), ("edges", batch.edges), ("metrics", batch.metrics))]
+            rows = sorted(
+                (_run_row(p.run_id, p.sha, self.id, p.path, p.kind, p.reader, batch.runs[p.run_id], p.rows.metadata,
+                          p.n_files, p.nbytes) for p in pending),
+                key=lambda r: r["run_id"],
+            )
+            try:
+                for name, table in tables:
+                    catalog.write_table(name, self.id, table)
+                catalog.commit(self.id, pa.Table.from_pylist(rows, schema=RUNS_SCHEMA))
+            except BaseException:
+                catalog.discard(self.id)
+                raise
         report.ingested += [r["run_id"] for r in rows]
 
 

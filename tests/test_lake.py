@@ -167,3 +167,20 @@ def test_vacuum_removes_only_old_leftovers(two_runs, tmp_path, lake):
     young.unlink()
     assert lake_files(root) == committed  # committed data untouched
     assert len(lake.runs()) == 1
+
+
+def test_concurrent_ingests_duplicate_nothing(tmp_path):
+    """Four processes ingest the same 12 runs into one lake at once: exactly 12 runs, each once."""
+    gen = write_tau_runs(tmp_path / "gen", nodes=40, ranks=2, runs=12, seed=11)
+    lake_dir = tmp_path / "lake"
+    Lake(lake_dir).ingest([gen[0]])  # create the lake first
+    procs = [subprocess.Popen([sys.executable, "-m", "perflake.cli", "ingest", str(tmp_path / "gen"), "--lake",
+                               str(lake_dir), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    runs = Lake(lake_dir).sql("select run_id, count(*) as n from runs group by run_id")
+    assert len(runs) == 12 and (runs["n"] == 1).all()
+    rows = Lake(lake_dir).sql("select count(*) as n from (select distinct run_id, node_id, rank, thread from metrics)")
+    total = Lake(lake_dir).sql("select count(*) as n from metrics")
+    assert rows.loc[0, "n"] == total.loc[0, "n"]  # no duplicated metric rows either
