@@ -451,8 +451,8 @@ def single_run_bench(a, r: dict, fmt: str, nodes: int, ranks: int, *, scale: boo
     run, gen = ensure_generated(fmt, nodes, ranks, guarded=scale)
     gen_note = ""
     if gen and not gen.get("skipped"):
-        when = f"on {gen['date']}, reused here" if gen.get("earlier") else "in this run"
-        gen_note = (f"; generated {when} in {gen['wall_s']:.1f} s, peak RSS {mib(gen['rss_kib'])} "
+        when = f"on {gen['date']} (reused here)" if gen.get("earlier") else "in this run"
+        gen_note = (f"; generated {when}: {gen['wall_s']:.1f} s, peak RSS {mib(gen['rss_kib'])} "
                     f"(`.venv/bin/python -c ...` subprocess; limits {GEN_LIMIT_S:.0f} s / "
                     f"{GEN_LIMIT_KIB / 1024 ** 2:.0f} GiB{'' if scale else ' not applied'})")
     if run is None:

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Entry point of `make bench`: set up the Hatchet venv, then run the full-size benchmarks, which print
 # Markdown tables and update bench/RESULTS.md: bench_ingest_tau.py (TAU), then bench_readers.py (Caliper
-# json-split, HPCToolkit, 1000 .cali files vs Hatchet/Thicket).  Extra arguments go to both scripts, e.g.
+# json-split, HPCToolkit, 1000 .cali files vs Hatchet/Thicket), then bench_ops.py (update_inclusive_columns,
+# filter + squash and call-path queries on a loaded TAU run vs Hatchet).  Extra arguments go to all three, e.g.
 #   bench/run.sh --quick --no-results      # smoke test (small sizes)
 #   bench/run.sh --skip-hatchet            # perflake only (no bench venv needed)
-# Exit status: the worse of the two (0 ok, 1 correctness MISMATCH, 2 a step failed).
+# Exit status: the worst of the three (0 ok, 1 correctness MISMATCH, 2 a step failed).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,5 +29,8 @@ status=0
 .venv/bin/python bench/bench_ingest_tau.py "$@" || status=$?
 rc=0
 .venv/bin/python bench/bench_readers.py "$@" || rc=$?
+[ "$rc" -gt "$status" ] && status=$rc
+rc=0
+.venv/bin/python bench/bench_ops.py "$@" || rc=$?
 [ "$rc" -gt "$status" ] && status=$rc
 exit "$status"

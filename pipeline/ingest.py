@@ -84,11 +84,12 @@ def content_hash(files: list[str], base: str) -> tuple[str, int]:
     total = 0
     for f in sorted(files):
         rel = os.path.relpath(f, base) if os.path.isdir(base) else os.path.basename(f)
+        size = os.path.getsize(f)
+        h.update(rel.encode() + b"\0" + str(size).encode() + b"\0")
         with open(f, "rb") as fh:
-            data = fh.read()
-        h.update(rel.encode() + b"\0" + str(len(data)).encode() + b"\0")
-        h.update(data)
-        total += len(data)
+            while chunk := fh.read(1 << 23):  # 8 MiB at a time: a 1 GB input is not held in memory
+                h.update(chunk)
+        total += size
     return h.hexdigest(), total
 
 
