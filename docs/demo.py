@@ -42,6 +42,8 @@ def main() -> None:
          "imbalance", ids[0], "--lake", str(LAKE), "--top", "10")
     step("Compare run 1 with run 2 (mean exclusive time per call path; biggest differences first)",
          "compare", ids[0], ids[1], "--lake", str(LAKE), "--top", "10")
+    step("Ensemble: per call path statistics of exclusive time across the 8 runs (first rows)",
+         "ensemble", "--lake", str(LAKE), "--stats", "count,mean,std,min,max", "--max-rows", "8")
     step("SQL: the 5 functions with the most exclusive time over the whole ensemble",
          "sql", """select n.name, count(distinct m.run_id) as runs, round(sum(m."time") / 1e6, 3) as total_s
                    from metrics m join nodes n using (run_id, node_id)

@@ -90,15 +90,47 @@ def cmd_tree(args) -> int:
     return EXIT_OK
 
 
+def _lists_column(df: pd.DataFrame) -> pd.DataFrame:
+    """List-valued columns other than path (top_ranks) as 'a b c' text, for tables and csv."""
+    if "top_ranks" in df.columns:
+        df = df.copy()
+        df["top_ranks"] = [" ".join(str(int(r)) for r in v) if v is not None else "" for v in df["top_ranks"]]
+    return df
+
+
+def _side(text: str):
+    return text.split(",") if "," in text else text
+
+
 def cmd_imbalance(args) -> int:
-    df = _lake(args).imbalance(args.runs or None, metric=args.metric, top=args.top)
-    _print_frame(_paths_column(df.drop(columns=["node_id"]), args.format), args.format)
+    df = _lake(args).imbalance(args.runs or None, metric=args.metric, top=args.top, absent=args.absent, k=args.k,
+                               where=args.where, scheduler=args.scheduler)
+    df = df.drop(columns=["node_id"])
+    if args.format != "json":
+        df = _lists_column(df)
+    _print_frame(_paths_column(df, args.format), args.format)
     return EXIT_OK
 
 
 def cmd_compare(args) -> int:
-    df = _lake(args).compare(args.run_a, args.run_b, metric=args.metric)
+    df = _lake(args).compare(_side(args.run_a), _side(args.run_b), metric=args.metric, scheduler=args.scheduler)
     _print_frame(_paths_column(df.drop(columns=["node_id"]), args.format), args.format, max_rows=args.top)
+    return EXIT_OK
+
+
+def cmd_ensemble(args) -> int:
+    group_by = args.group_by.split(",") if args.group_by else None
+    stats = tuple(args.stats.split(","))
+    df = _lake(args).ensemble(args.where, group_by, metric=args.metric, stats=stats, ddof=args.ddof,
+                              scheduler=args.scheduler)
+    _print_frame(_paths_column(df.drop(columns=["node_id"]), args.format), args.format, max_rows=args.max_rows)
+    return EXIT_OK
+
+
+def cmd_scaling(args) -> int:
+    df = _lake(args).scaling_table(args.metric, args.by, where=args.where, stat=args.stat).reset_index(drop=True)
+    df.columns = [str(c) for c in df.columns]
+    _print_frame(_paths_column(df, args.format), args.format, max_rows=args.max_rows)
     return EXIT_OK
 
 
@@ -175,21 +207,49 @@ def _parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_tree)
 
     sp = sub.add_parser("imbalance", help="per-rank load imbalance per call path (max/mean over ranks)")
-    sp.add_argument("runs", nargs="*", help="run ids (default: all runs)")
+    sp.add_argument("runs", nargs="*", help="run ids (default: all runs, or --where)")
     lake_arg(sp)
     sp.add_argument("--metric", default="time")
     sp.add_argument("--top", type=int, default=10)
+    sp.add_argument("--absent", choices=["exclude", "zero"], default="exclude",
+                    help="ranks without the call path: excluded (default) or counted as zero")
+    sp.add_argument("--k", type=int, default=3, help="how many top ranks to list")
+    sp.add_argument("--where", help="SQL condition on the runs catalog")
+    sp.add_argument("--scheduler", help="dask.distributed scheduler address (default: local)")
     fmt_arg(sp)
     sp.set_defaults(func=cmd_imbalance)
 
-    sp = sub.add_parser("compare", help="compare two runs per call path (biggest differences first)")
+    sp = sub.add_parser("compare", help="compare two runs or two groups (comma-separated) per call path")
     sp.add_argument("run_a")
     sp.add_argument("run_b")
     lake_arg(sp)
     sp.add_argument("--metric", default="time")
     sp.add_argument("--top", type=int, default=15)
+    sp.add_argument("--scheduler", help="dask.distributed scheduler address (default: local)")
     fmt_arg(sp)
     sp.set_defaults(func=cmd_compare)
+
+    sp = sub.add_parser("ensemble", help="per call path statistics across runs, grouped by metadata")
+    lake_arg(sp)
+    sp.add_argument("--where", help="SQL condition on the runs catalog, e.g. \"nprocs >= 64\"")
+    sp.add_argument("--group-by", help="catalog columns or meta:KEY, comma-separated")
+    sp.add_argument("--metric", default="time")
+    sp.add_argument("--stats", default="count,mean,median,std,min,max")
+    sp.add_argument("--ddof", type=int, default=1)
+    sp.add_argument("--scheduler", help="dask.distributed scheduler address (default: local)")
+    sp.add_argument("--max-rows", type=int, default=50)
+    fmt_arg(sp)
+    sp.set_defaults(func=cmd_ensemble)
+
+    sp = sub.add_parser("scaling", help="a metric per call path pivoted by a metadata key (scaling study)")
+    lake_arg(sp)
+    sp.add_argument("--metric", default="time")
+    sp.add_argument("--by", default="nprocs", help="catalog column or meta:KEY")
+    sp.add_argument("--where")
+    sp.add_argument("--stat", default="mean")
+    sp.add_argument("--max-rows", type=int, default=50)
+    fmt_arg(sp)
+    sp.set_defaults(func=cmd_scaling)
 
     sp = sub.add_parser("query", help="call-path query (Hatchet's string dialect) over runs of the lake")
     sp.add_argument("query", help='e.g. MATCH (".", p)->("*", q) WHERE p."name" =~ "MPI_.*"')

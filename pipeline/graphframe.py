@@ -132,6 +132,48 @@ class GraphFrame:
         out = filter_rows(self, filter_obj, multi_index_mode=multi_index_mode)
         return out.squash(update_inclusive_columns=update_inclusive_columns) if squash else out
 
+    # -- arithmetic between runs (join on call-path ids; see perflake.compare) --------------------------------
+    def _op(self, other, name: str):
+        from perflake import compare
+
+        return getattr(compare, name)(self, other)
+
+    def add(self, other):
+        return self._op(other, "add")
+
+    def sub(self, other):
+        return self._op(other, "sub")
+
+    def mul(self, other):
+        return self._op(other, "mul")
+
+    def div(self, other):
+        return self._op(other, "div")
+
+    __add__, __sub__, __mul__, __truediv__ = add, sub, mul, div
+
+    def __iadd__(self, other):
+        self._op(other, "iadd")
+        return self
+
+    def __isub__(self, other):
+        self._op(other, "isub")
+        return self
+
+    def __imul__(self, other):
+        self._op(other, "imul")
+        return self
+
+    def __itruediv__(self, other):
+        self._op(other, "idiv")
+        return self
+
+    def load_imbalance(self, metric=None, *, top: int | None = None, absent: str = "exclude", k: int = 3, ddof: int = 1):
+        """Per node: mean/min/max/std over ranks, max/mean and the top-k ranks (see perflake.imbalance)."""
+        from perflake.imbalance import graphframe_imbalance
+
+        return graphframe_imbalance(self, metric=metric, top=top, absent=absent, k=k, ddof=ddof)
+
     def copy(self) -> "GraphFrame":
         """A new GraphFrame sharing the (immutable) graph, with a copy of the dataframe."""
         return GraphFrame(self.graph, self.dataframe.copy(), self.exc_metrics, self.inc_metrics,

@@ -110,17 +110,37 @@ class Lake:
             con.close()
         return GraphFrame.from_tables(nodes, values, metrics, json.loads(row["metadata"] or "{}"))
 
-    def imbalance(self, runs=None, *, metric: str = "time", top: int | None = None) -> pd.DataFrame:
-        """Per-rank load imbalance per call path (see :func:`perflake.analysis.imbalance`)."""
-        from perflake.analysis import imbalance
+    def imbalance(self, runs=None, *, metric: str = "time", top: int | None = None, absent: str = "exclude",
+                  k: int = 3, ddof: int = 1, where: str | None = None, scheduler=None) -> pd.DataFrame:
+        """Per-rank load imbalance per call path (see :func:`perflake.imbalance.imbalance`)."""
+        from perflake.imbalance import imbalance
 
-        return imbalance(self, runs, metric=metric, top=top)
+        return imbalance(self, runs, metric=metric, top=top, absent=absent, k=k, ddof=ddof, where=where,
+                         scheduler=scheduler)
 
-    def compare(self, run_a: str, run_b: str, *, metric: str = "time") -> pd.DataFrame:
-        """Two runs side by side per call path (see :func:`perflake.analysis.compare`)."""
-        from perflake.analysis import compare
+    def compare(self, a, b, *, metric: str = "time", scheduler=None) -> pd.DataFrame:
+        """Two runs (or two lists of runs) per call path, biggest regressions first (:func:`perflake.compare.compare`)."""
+        from perflake.compare import compare
 
-        return compare(self, run_a, run_b, metric=metric)
+        return compare(self, a, b, metric=metric, scheduler=scheduler)
+
+    def ensemble(self, where: str | None = None, group_by=None, **options) -> pd.DataFrame:
+        """Per call path statistics across runs (see :func:`perflake.ensemble.ensemble`)."""
+        from perflake.ensemble import ensemble
+
+        return ensemble(self, where, group_by, **options)
+
+    def scaling_table(self, metric: str = "time", by: str = "nprocs", **options) -> pd.DataFrame:
+        """A metric per call path pivoted by a metadata key (see :func:`perflake.ensemble.scaling_table`)."""
+        from perflake.ensemble import scaling_table
+
+        return scaling_table(self, metric, by, **options)
+
+    def ensemble_graphframe(self, where: str | None = None, **options):
+        """Ensemble statistics as a GraphFrame over the union of the runs' call paths."""
+        from perflake.ensemble import ensemble_graphframe
+
+        return ensemble_graphframe(self, where, **options)
 
     def query(self, query, *, runs=None, where: str | None = None, multi_index_mode: str = "off",
               graphframes: bool = False):

@@ -53,7 +53,7 @@ def test_generate_ingest_query_tree(tmp_path):
     rows = json.loads(imb.stdout)
     assert len(rows) == 3 and all(r["imbalance"] >= 1 for r in rows)
     cmp = run("compare", *summary["ingested"], "--lake", lake, "--format", "csv", check_code=0)
-    assert cmp.stdout.splitlines()[0] == "path,a,b,diff,ratio,status"
+    assert cmp.stdout.splitlines()[0] == "name,path,a,b,runs_a,runs_b,diff,ratio,speedup,status"
 
 
 def test_bad_sql_is_one_line(tmp_path, shared_data):

@@ -1,0 +1,38 @@
+-- name: ensemble_values
+-- purpose: the per-run value of one metric at every call path of the selected runs: the mean over the
+--          run's locations (rank >= 0, every thread) where the node has a value; absent rows and NULLs
+--          are excluded, rank -1 (a summary profile) is not a location
+-- params: $files (metrics Parquet files holding the selected runs), $metric (metric column name)
+-- input: selection_t(run_id, group_id): the selected runs and the group of each (a run may be listed
+--        under several groups)
+-- output: group_id, run_id, node_id, value (DOUBLE); one row per group, run and node with a value
+with picked as (
+    select
+        run_id,
+        node_id,
+        columns(lambda c: c = $metric) as value
+    from read_parquet($files, union_by_name = true)
+    where rank >= 0 and run_id in (select s.run_id from selection_t as s)
+),
+
+per_run as (
+    select
+        run_id,
+        node_id,
+        avg(value) as value
+    from picked
+    where value is not null
+    group by run_id, node_id
+),
+
+final as (
+    select
+        s.group_id,
+        p.run_id,
+        p.node_id,
+        p.value
+    from per_run as p
+    inner join selection_t as s on p.run_id = s.run_id
+)
+
+select * from final

@@ -1,0 +1,21 @@
+-- name: imbalance_scan
+-- purpose: the values of one metric of some runs within one rank range (one task of pipeline/parallel.py;
+--          row-group statistics on the sorted run_id prune the scan)
+-- params: $files (metrics Parquet files), $run_ids, $metric (metric column name), $rank_lo, $rank_hi
+--         (inclusive rank range)
+-- input: metrics Parquet files
+-- output: run_id, node_id, rank, thread, value (DOUBLE, NULL where not measured)
+with final as (
+    select
+        run_id,
+        node_id,
+        rank,
+        thread,
+        columns(lambda c: c = $metric) as value
+    from read_parquet($files, union_by_name = true)
+    where
+        run_id in (select unnest($run_ids))
+        and rank between $rank_lo and $rank_hi
+)
+
+select * from final
