@@ -145,16 +145,20 @@ def _test(cond: Cond, s: pd.Series, source) -> np.ndarray:
     if op in STRING_OPS:
         if kind == "num":
             raise _fail(cond, f"{cond.attr!r} is numeric: a string test needs a string attribute", source)
-        strs = s.astype(object).str
+        # test each distinct value once (names repeat for every rank and thread), then map back by code
+        codes, uniques = pd.factorize(s, use_na_sentinel=True)
+        u = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
+        strs = u.str
         v = cond.value
-        out = {"str==": lambda: s.astype(object) == v,
+        out = {"str==": lambda: u == v,
                "starts": lambda: strs.startswith(v, na=False),
                "ends": lambda: strs.endswith(v, na=False),
                "contains": lambda: strs.contains(v, regex=False, na=False),
                "regex": lambda: strs.match(v, na=False),
                "fullregex": lambda: strs.match(v + r"\Z", na=False)}[op]
         try:
-            return np.asarray(out(), dtype=bool)
+            per_value = np.asarray(out(), dtype=bool)
+            return np.where(codes >= 0, per_value[np.maximum(codes, 0)] if len(per_value) else False, False)
         except re.error as exc:
             raise _fail(cond, f"bad regular expression {v!r}: {exc}", source) from None
     if op in ("is_nan", "is_not_nan", "is_inf", "is_not_inf"):  # only numbers are NaN or infinite
