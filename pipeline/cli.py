@@ -275,6 +275,10 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--runs", type=int, default=1)
     sp.add_argument("--seed", type=int, default=0)
     sp.set_defaults(func=cmd_generate)
+
+    from perflake.commands import register_all
+
+    register_all(sub, lake_arg=lake_arg, fmt_arg=fmt_arg)
     return p
 
 

@@ -1,0 +1,1 @@
+"""Plots of perflake results (matplotlib figures, written as PNG/SVG or shown inline in Jupyter)."""
