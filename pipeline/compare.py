@@ -19,11 +19,11 @@ and leaves NaN where self lacks it, whatever the operator; pass ``fill_value`` t
 
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from perflake import duck
 from perflake import ensemble, sqlfiles
 from perflake.errors import LakeError
 from perflake.frame_tables import FRAME_COLUMNS, metric_roles, metrics_table, node_ids
@@ -95,7 +95,7 @@ def _arith(gf1, gf2, op: str, fill_value):
     names = [m.name for m in info]
     if not names:
         raise ValueError("the GraphFrames have no metric column in common")
-    con = duckdb.connect()
+    con = duck.connection()
     try:
         con.register("left_t", metrics_table(gf1.dataframe, names))
         con.register("right_t", metrics_table(gf2.dataframe, names))

@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from perflake import duck
 from perflake import parallel, sqlfiles
 from perflake.catalogs.schema import RUNS_SCHEMA
 from perflake.errors import LakeError, UnknownRun
@@ -52,7 +53,7 @@ def session(lake, con: duckdb.DuckDBPyConnection | None = None):
         yield con
         return
     cat = lake.catalog()
-    con = duckdb.connect()
+    con = duck.connection() if cat.local else duckdb.connect()
     try:
         if not cat.local:
             con.register_filesystem(cat.fs)
@@ -103,7 +104,7 @@ def resolve_runs(table: pa.Table, runs) -> pa.Table:
 
 def _where(table: pa.Table, where: str | None, metas: list[str]) -> tuple[list[str], pd.DataFrame | None]:
     """Run ids satisfying ``where`` (the user's SQL on the catalog) and the metadata values of ``metas``."""
-    con = duckdb.connect()
+    con = duck.connection()
     try:
         con.register("runs", table)
         rel = con.table("runs")

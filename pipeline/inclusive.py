@@ -6,11 +6,10 @@ and metrics; a node reachable by several paths counts once per ancestor (Hatchet
 
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pandas as pd
 
-from perflake import sqlfiles
+from perflake import duck, sqlfiles
 from perflake.frame_tables import edges, locations, metrics_table, node_ids
 from perflake.normalize import MAX_DEPTH
 
@@ -26,7 +25,7 @@ def update_inclusive_columns(gf) -> None:
         return
     inc = [inclusive_name(gf, m) for m in exc]
     df = gf.dataframe
-    con = duckdb.connect()
+    con = duck.connection()
     try:
         con.register("edges_t", edges(gf.graph))
         con.register("metrics_t", metrics_table(df, exc))

@@ -10,7 +10,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from perflake import sqlfiles
+from perflake import duck, sqlfiles
 from perflake.catalogs.catalog import Catalog
 from perflake.catalogs.schema import DATA_TABLES
 from perflake.errors import LakeError, UnknownRun
@@ -58,7 +58,7 @@ class Lake:
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A fresh DuckDB connection with the views ``runs``, ``nodes``, ``edges``, ``metrics``."""
         cat = self.catalog()
-        con = duckdb.connect()
+        con = duck.connection() if cat.local else duckdb.connect()
         if not cat.local:
             con.register_filesystem(cat.fs)
         runs = cat.runs()
@@ -96,7 +96,7 @@ class Lake:
         """The run as a Hatchet-style GraphFrame."""
         row = self.resolve(run)
         cat = self.catalog()
-        con = duckdb.connect()
+        con = duck.connection() if cat.local else duckdb.connect()
         try:
             if not cat.local:
                 con.register_filesystem(cat.fs)

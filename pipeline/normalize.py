@@ -11,11 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from perflake import sqlfiles
+from perflake import duck, sqlfiles
 from perflake.errors import ReaderError
+from perflake.rekey import rekey
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric, ProfileRows
 
 MAX_DEPTH = 10_000
@@ -104,6 +106,20 @@ def _derive_exclusive(con, pairs: tuple) -> None:
     sqlfiles.materialize(con, "metrics_t", "merge_metrics")
 
 
+def _rekey(con, items: list[tuple[int, ProfileRows]], values: pa.Table, names: list[str]) -> pa.Table | None:
+    """The values keyed by call-path id and sorted (sql/rekey_metrics.sql's result), by array operations."""
+    local = con.table("local_nodes").select("run_id, local_id, node_id").order("run_id, local_id").to_arrow_table()
+    run = local.column("run_id").to_numpy()
+    node = local.column("node_id").to_numpy()
+    order = np.lexsort((node, run))  # the rows of nodes_t: sorted by (run, node id), one per local node here
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    counts = np.zeros(max(no for no, _ in items) + 1, dtype=np.int64)
+    for no, rows in items:
+        counts[no] = rows.frames.num_rows
+    return rekey(values, counts, position, node[order], names)
+
+
 def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tuple):
     frames = pa.concat_tables([_with_run(rows.frames, no) for no, rows in items])
     values = pa.concat_tables([_with_run(_nan_to_null(rows.values), no) for no, rows in items],
@@ -120,7 +136,15 @@ def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tup
                 raise ReaderError(rows.source, f"{lost} nodes are not reachable from a root (a parent cycle, or deeper than {MAX_DEPTH})")
         sqlfiles.materialize(con, "nodes_t", "nodes_distinct")
         merges = sum(reached.values()) != con.table("nodes_t").aggregate("count(*)").fetchall()[0][0]
-        sqlfiles.materialize(con, "metrics_t", "normalize_metrics" if merges else "rekey_metrics", metrics=names)
+        metrics = None if merges else _rekey(con, items, values, names)
+        if metrics is not None and (to_inc or to_exc):
+            con.register("rekeyed_t", metrics)
+            con.execute("create or replace temp table metrics_t as select * from rekeyed_t").fetchall()
+            metrics = None
+        elif metrics is not None:
+            con.register("metrics_t", metrics)
+        else:
+            sqlfiles.materialize(con, "metrics_t", "normalize_metrics" if merges else "rekey_metrics", metrics=names)
         edges = sqlfiles.relation(con, "edges_from_nodes").to_arrow_table()
         con.register("edges_t", edges)
         if to_inc:
@@ -129,9 +153,11 @@ def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tup
         if to_exc:
             _derive_exclusive(con, to_exc)
         counts = {r: (int(a), int(b)) for r, a, b in sqlfiles.relation(con, "location_counts").fetchall()}
-        return con.table("nodes_t").to_arrow_table(), edges, con.table("metrics_t").to_arrow_table(), counts
+        if metrics is None:
+            metrics = con.table("metrics_t").to_arrow_table()
+        return con.table("nodes_t").to_arrow_table(), edges, metrics, counts
     finally:
-        for name in ("frames_in", "values_in", "edges_t"):
+        for name in ("frames_in", "values_in", "edges_t", "metrics_t", "rekeyed_t"):
             try:
                 con.unregister(name)
             except Exception:
@@ -142,7 +168,7 @@ def normalize_many(items: list[tuple[str, ProfileRows]], con: duckdb.DuckDBPyCon
     """Normalise ``(run_id, rows)`` pairs together.  Raises ReaderError naming the first bad run's source."""
     items = sorted(items, key=lambda item: item[0])  # run numbers in run-id order keep the tables sorted by run_id
     own = con is None
-    con = con or duckdb.connect()
+    con = con or duck.connection()
     try:
         groups: dict[tuple, list] = {}
         infos = {}

@@ -9,11 +9,10 @@ its call paths had been read from a file.
 
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 
-from perflake import sqlfiles
+from perflake import duck, sqlfiles
 from perflake.frame_tables import metric_roles, node_ids, to_profile_rows
 from perflake.normalize import MAX_DEPTH, normalize
 from perflake.readers.base import INCLUSIVE
@@ -25,7 +24,7 @@ def _kept_parents(gf, kept: set) -> dict:
     tree = pa.table({"node_id": pa.array([r[0] for r in rows], pa.uint64()),
                      "parent_id": pa.array([r[1] for r in rows], pa.uint64()),
                      "kept": pa.array([r[2] for r in rows], pa.bool_())})
-    con = duckdb.connect()
+    con = duck.connection()
     try:
         con.register("tree_t", tree)
         result = sqlfiles.relation(con, "squash_parents", max_depth=MAX_DEPTH).fetchall()
