@@ -45,3 +45,12 @@ class QueryError(PerflakeError):
         if query is not None and position is not None:
             message = f"{message}\n  {query}\n  {' ' * position}^"
         super().__init__(message)
+
+
+class PlotError(PerflakeError):
+    """A plot cannot be made or written: nothing to plot, an unknown column, an unsupported file type."""
+
+
+class RenderError(PerflakeError):
+    """A view of a GraphFrame (flame graph, folded stacks, DOT, flat profile, hot path) cannot be made: an
+    unknown metric or column, a rank or thread that is not in the frame, or an unsupported output type."""
