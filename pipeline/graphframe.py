@@ -174,6 +174,52 @@ class GraphFrame:
 
         return graphframe_imbalance(self, metric=metric, top=top, absent=absent, k=k, ddof=ddof)
 
+    # -- views for people and other tools (perflake.folded, .flamegraph, .flat_profile, .hot_path) ------------
+    def to_flamegraph(self, metric=None, name: str = "name", rank: int = 0, thread: int = 0, threshold: float = 0.0,
+                      *, aggregate: str | None = None, sep: str = "; ") -> str:
+        """Folded stacks for flamegraph.pl, as Hatchet writes them (see perflake.folded)."""
+        from perflake.folded import to_flamegraph
+
+        return to_flamegraph(self, metric, name, rank, thread, threshold, aggregate=aggregate, sep=sep)
+
+    def to_dot(self, metric=None, name: str = "name", rank: int = 0, thread: int = 0, threshold: float = 0.0,
+               *, aggregate: str | None = None) -> str:
+        """The graph in Graphviz DOT, as Hatchet writes it (see perflake.folded)."""
+        from perflake.folded import to_dot
+
+        return to_dot(self, metric, name, rank, thread, threshold, aggregate=aggregate)
+
+    def flamegraph_svg(self, metric=None, *, rank: int = 0, thread: int = 0, aggregate: str | None = None,
+                       icicle: bool = False, color_by: str | None = None, **style) -> str:
+        """A flame graph (or icicle chart) of the inclusive ``metric`` as SVG text (see perflake.flamegraph)."""
+        from perflake import flamegraph
+
+        lay = flamegraph.layout(self, metric, rank=rank, thread=thread, aggregate=aggregate, color_by=color_by)
+        return flamegraph.to_svg(lay, icicle=icicle, **style)
+
+    def write_flamegraph(self, path, metric=None, **options) -> int:
+        """Write ``path``: ``.svg``, ``.png`` or ``.folded`` by suffix; returns the frames written."""
+        from perflake.flamegraph import save
+
+        return save(self, path, metric, **options)
+
+    def flat_profile(self, by: str = "name", metrics=None, **options):
+        """Metrics summed per function (or ``by`` column) across contexts, Hatchet's recipe (perflake.flat_profile)."""
+        from perflake.flat_profile import flat_profile
+
+        return flat_profile(self, by, metrics, **options)
+
+    def hot_path(self, start_node=None, metric=None, threshold: float = 0.5, **options) -> list:
+        """Nodes from the start along the largest child, as Hatchet's hot_path (see perflake.hot_path)."""
+        from perflake.hot_path import hot_path
+
+        return hot_path(self, start_node, metric, threshold, **options)
+
+    def _repr_html_(self) -> str:
+        from perflake.flamegraph import repr_html
+
+        return repr_html(self)
+
     def copy(self) -> "GraphFrame":
         """A new GraphFrame sharing the (immutable) graph, with a copy of the dataframe."""
         return GraphFrame(self.graph, self.dataframe.copy(), self.exc_metrics, self.inc_metrics,
