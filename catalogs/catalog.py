@@ -139,7 +139,7 @@ class Catalog:
             with self.fs.open(self.path(RUNS, batch), "rb") as fh:
                 tables.append(pq.read_table(fh))
         if not tables:
-            return RUNS_SCHEMA.empty_table()
+            return pa.Table.from_batches([], schema=RUNS_SCHEMA)  # (Schema.empty_table() imports pandas)
         return pa.concat_tables(tables, promote_options="permissive")
 
     def files(self, table: str, batches) -> list[str]:

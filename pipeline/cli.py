@@ -10,15 +10,19 @@ import argparse
 import json
 import os
 import sys
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from perflake.errors import PerflakeError
+
+if TYPE_CHECKING:  # pandas loads when a table is printed: `perflake ingest` starts faster without it
+    import pandas as pd
 
 EXIT_OK, EXIT_PARTIAL, EXIT_ERROR = 0, 1, 2
 
 
 def _print_frame(df: pd.DataFrame, fmt: str, *, max_rows: int | None = None) -> None:
+    import pandas as pd
+
     if fmt == "csv":
         sys.stdout.write(df.to_csv(index=False))
     elif fmt == "json":

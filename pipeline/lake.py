@@ -6,17 +6,22 @@ from __future__ import annotations
 import json
 import os
 
+from typing import TYPE_CHECKING
+
 import duckdb
-import pandas as pd
 import pyarrow as pa
 
 from perflake import duck, sqlfiles
 from perflake.catalogs.catalog import Catalog
 from perflake.catalogs.schema import DATA_TABLES
 from perflake.errors import LakeError, UnknownRun
-from perflake.graphframe import GraphFrame
 from perflake.ingest import IngestReport, ingest
 from perflake.readers.base import Metric
+
+if TYPE_CHECKING:  # pandas and the GraphFrame load on first use: ingest needs neither
+    import pandas as pd
+
+    from perflake.graphframe import GraphFrame
 
 _EMPTY = {
     "nodes": pa.schema([("run_id", pa.string()), ("node_id", pa.uint64()), ("parent_id", pa.uint64()),
@@ -108,6 +113,8 @@ class Lake:
             values = sqlfiles.relation(con, "run_metrics", **params).to_arrow_table()
         finally:
             con.close()
+        from perflake.graphframe import GraphFrame
+
         return GraphFrame.from_tables(nodes, values, metrics, json.loads(row["metadata"] or "{}"))
 
     def imbalance(self, runs=None, *, metric: str = "time", top: int | None = None, absent: str = "exclude",

@@ -83,10 +83,15 @@ def _nan_to_null(table: pa.Table) -> pa.Table:
 def _with_run(table: pa.Table, run_no: int) -> pa.Table:
     """Add the run key.  Inside normalisation runs are keyed by their position (an integer sorts and joins
     much faster than a string); :func:`normalize_many` maps the key back to run ids at the end."""
-    return table.add_column(0, "run_id", pa.repeat(pa.scalar(run_no, pa.int32()), table.num_rows))
+    return table.add_column(0, "run_id", pa.array(np.full(table.num_rows, run_no, np.int32)))
 
 
-def _run_ids(table: pa.Table, ids: pa.Array) -> pa.Table:
+def _run_ids(table: pa.Table, ids: pa.Array, *, dictionary: bool = False) -> pa.Table:
+    """Run numbers back to run ids; ``dictionary`` keeps the numbers as indices into ``ids`` (the metrics
+    table of a big run would otherwise hold its 16-character id once per row: 10 million rows, 200 MB)."""
+    if dictionary:
+        numbers = table.column(0).combine_chunks() if table.num_rows else pa.array([], pa.int32())
+        return table.set_column(0, "run_id", pa.DictionaryArray.from_arrays(numbers, ids))
     return table.set_column(0, "run_id", pc.take(ids, table.column(0)))
 
 
@@ -106,7 +111,7 @@ def _derive_exclusive(con, pairs: tuple) -> None:
     sqlfiles.materialize(con, "metrics_t", "merge_metrics")
 
 
-def _rekey(con, items: list[tuple[int, ProfileRows]], values: pa.Table, names: list[str]) -> pa.Table | None:
+def _rekey(con, tables: list[tuple[int, pa.Table]], counts: np.ndarray, names: list[str]) -> pa.Table | None:
     """The values keyed by call-path id and sorted (sql/rekey_metrics.sql's result), by array operations."""
     local = con.table("local_nodes").select("run_id, local_id, node_id").order("run_id, local_id").to_arrow_table()
     run = local.column("run_id").to_numpy()
@@ -114,19 +119,21 @@ def _rekey(con, items: list[tuple[int, ProfileRows]], values: pa.Table, names: l
     order = np.lexsort((node, run))  # the rows of nodes_t: sorted by (run, node id), one per local node here
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
-    counts = np.zeros(max(no for no, _ in items) + 1, dtype=np.int64)
-    for no, rows in items:
-        counts[no] = rows.frames.num_rows
-    return rekey(values, counts, position, node[order], names)
+    return rekey(tables, counts, position, node[order], names)
+
+
+def _metrics_sql(con, tables: list[tuple[int, pa.Table]], names: list[str], merges: bool) -> None:
+    """metrics_t by sql/normalize_metrics.sql (siblings merged: sums) or sql/rekey_metrics.sql."""
+    values = pa.concat_tables([_with_run(_nan_to_null(t), no) for no, t in tables], promote_options="permissive")
+    con.register("values_in", values)
+    sqlfiles.materialize(con, "metrics_t", "normalize_metrics" if merges else "rekey_metrics", metrics=names)
 
 
 def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tuple):
     frames = pa.concat_tables([_with_run(rows.frames, no) for no, rows in items])
-    values = pa.concat_tables([_with_run(_nan_to_null(rows.values), no) for no, rows in items],
-                              promote_options="permissive")
+    tables = [(no, rows.values) for no, rows in items]  # NaN -> null: in rekey, or _metrics_sql
     names = list(dict.fromkeys(m.name for _, rows in items for m in rows.metrics))
     con.register("frames_in", frames)
-    con.register("values_in", values)
     try:
         sqlfiles.materialize(con, "local_nodes", "normalize_nodes", max_depth=MAX_DEPTH)
         reached = dict(sqlfiles.relation(con, "reached_counts").fetchall())
@@ -136,15 +143,19 @@ def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tup
                 raise ReaderError(rows.source, f"{lost} nodes are not reachable from a root (a parent cycle, or deeper than {MAX_DEPTH})")
         sqlfiles.materialize(con, "nodes_t", "nodes_distinct")
         merges = sum(reached.values()) != con.table("nodes_t").aggregate("count(*)").fetchall()[0][0]
-        metrics = None if merges else _rekey(con, items, values, names)
-        if metrics is not None and (to_inc or to_exc):
+        counts = np.zeros(max(no for no, _ in items) + 1, dtype=np.int64)
+        for no, rows in items:
+            counts[no] = rows.frames.num_rows
+        metrics = None if merges else _rekey(con, tables, counts, names)
+        if metrics is None:
+            _metrics_sql(con, tables, names, merges)
+        elif to_inc or to_exc:  # the derivations below extend metrics_t in SQL
             con.register("rekeyed_t", metrics)
             con.execute("create or replace temp table metrics_t as select * from rekeyed_t").fetchall()
             metrics = None
-        elif metrics is not None:
-            con.register("metrics_t", metrics)
         else:
-            sqlfiles.materialize(con, "metrics_t", "normalize_metrics" if merges else "rekey_metrics", metrics=names)
+            con.register("metrics_t", metrics)
+        del tables
         edges = sqlfiles.relation(con, "edges_from_nodes").to_arrow_table()
         con.register("edges_t", edges)
         if to_inc:
@@ -181,13 +192,15 @@ def normalize_many(items: list[tuple[str, ProfileRows]], con: duckdb.DuckDBPyCon
         if own:
             con.close()
     ids = pa.array([rid for rid, _ in items], pa.string())
-    nodes = _run_ids(pa.concat_tables([p[0] for p in parts]), ids)
-    edges = _run_ids(pa.concat_tables([p[1] for p in parts]), ids)
-    metrics = _run_ids(pa.concat_tables([p[2] for p in parts], promote_options="permissive"), ids)
-    if len(parts) > 1:
+    nodes = pa.concat_tables([p[0] for p in parts])
+    edges = pa.concat_tables([p[1] for p in parts])
+    metrics = pa.concat_tables([p[2] for p in parts], promote_options="permissive")
+    if len(parts) > 1:  # run numbers follow run-id order: sorting by them sorts by run id
         nodes = nodes.sort_by([("run_id", "ascending"), ("node_id", "ascending")])
         edges = edges.sort_by([("run_id", "ascending")])
         metrics = metrics.sort_by([(c, "ascending") for c in ("run_id", "node_id", "rank", "thread")])
+    nodes, edges = _run_ids(nodes, ids), _run_ids(edges, ids)
+    metrics = _run_ids(metrics, ids, dictionary=True)
     counts = {k: v for p in parts for k, v in p[3].items()}
     n_nodes = {v["values"]: v["counts"] for v in pc.value_counts(nodes.column("run_id")).to_pylist()}
     runs = {}

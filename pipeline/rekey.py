@@ -1,79 +1,126 @@
 """Re-key the readers' values by call-path id when no call paths merge: the fast path of normalisation.
 
 ``sql/rekey_metrics.sql`` states the result (values joined to their node ids, sorted by run, node, rank,
-thread); this module computes the same table with array operations because the sort dominates ingest
-of large runs: a comparison sort of 10 million rows costs seconds, a radix sort on 16-bit digits
-(NumPy's stable sort of ``uint16`` keys) a fraction of that.  The join is a lookup: readers number their
-nodes 0..n-1 (``local_id``, readers/base.py), so a node's row in a batch is ``offset[run] + local_id``.
+thread); this module computes the same table with array operations, because for large runs the sort
+dominated ingest time and memory (a sort of 10 million rows holds the rows, a permutation and the sort's
+own buffers at once).  Here the join is a lookup -- readers number their nodes 0..n-1 (``local_id``,
+readers/base.py), so a node's row in a batch is ``offset[run] + local_id`` -- and the sort is a gather in
+slices of the output: the rows of a range of nodes are found in input order (which is already rank-major
+for every reader), ordered inside the slice, and copied into columns allocated once.  Memory beyond input
+and output is one slice.
 
-Output order ties: rows with equal (run, node, rank, thread) keep their input order (the sort is stable),
-as DuckDB's sort is free to reorder them; readers never emit such duplicates when nothing merges.
+Rows with equal (run, node, rank, thread) keep their input order; readers never emit such duplicates when
+nothing merges.  A NaN value becomes null, as ``normalize._nan_to_null`` does on the SQL path.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-DIGIT = 16
+SLICE_ROWS = 1 << 20  # output rows per slice (the last slice of a skewed run may hold more)
 
 
-def radix_argsort(keys: list[np.ndarray]) -> np.ndarray:
-    """The stable permutation sorting rows by ``keys`` (most significant first; non-negative integers)."""
-    n = len(keys[0]) if keys else 0
-    perm = np.arange(n, dtype=np.int64)
-    for key in reversed(keys):  # least significant key first: LSD radix over 16-bit digits
-        key = key.astype(np.uint64, copy=False)
-        top = int(key.max()) if n else 0
-        if top == 0:
-            continue
-        shift = 0
-        while top >> shift:
-            digit = ((key[perm] >> np.uint64(shift)) & np.uint64(0xFFFF)).astype(np.uint16)
-            perm = perm[np.argsort(digit, kind="stable")]
-            shift += DIGIT
-    return perm
+def _array(column) -> np.ndarray:
+    """A column as NumPy, without a copy when it is one chunk without nulls (nulls of floats become NaN)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column.to_numpy(zero_copy_only=not column.null_count)
 
 
 def _already_sorted(rank: np.ndarray, thread: np.ndarray) -> bool:
-    """Whether the rows are in (rank, thread) order already (readers usually write rank-major blocks)."""
+    """Whether the rows are in (rank, thread) order already (readers write rank-major blocks)."""
     if len(rank) < 2:
         return True
-    r0, r1, t0, t1 = rank[:-1], rank[1:], thread[:-1], thread[1:]
-    return bool(np.all((r1 > r0) | ((r1 == r0) & (t1 >= t0))))
+    r0, r1 = rank[:-1], rank[1:]
+    if not np.all(r1 >= r0):
+        return False
+    if not np.any(thread):
+        return True
+    t0, t1 = thread[:-1], thread[1:]
+    return bool(np.all((r1 > r0) | (t1 >= t0)))
 
 
-def rekey(values: pa.Table, frame_counts: list[int], position: np.ndarray, node_ids: np.ndarray,
-          metrics: list[str]) -> pa.Table | None:
-    """``values`` (run_id int32 = run number, local_id, rank, thread, metrics...) re-keyed and sorted.
+def _slices(per_node: np.ndarray) -> list[tuple[int, int]]:
+    """Node-position ranges [a, b) holding about SLICE_ROWS rows each."""
+    ends = np.cumsum(per_node)
+    bounds = [0]
+    while bounds[-1] < len(per_node):
+        target = (ends[bounds[-1] - 1] if bounds[-1] else 0) + SLICE_ROWS
+        bounds.append(max(bounds[-1] + 1, int(np.searchsorted(ends, target, side="right"))))
+    bounds[-1] = min(bounds[-1], len(per_node))
+    return list(zip(bounds[:-1], bounds[1:]))
 
-    ``frame_counts[run]`` is the number of frames of run number ``run`` (runs numbered 0..k-1 in order);
-    ``position[offset[run] + local_id]`` is the row of that node in the batch's node table, sorted by
-    (run, node id), whose ids are ``node_ids``.  Returns None when a local id is out of range (the caller
-    then takes the SQL path, which drops such rows as an inner join does).
+
+def rekey(tables: list[tuple[int, pa.Table]], frame_counts: np.ndarray, position: np.ndarray,
+          node_ids: np.ndarray, metrics: list[str]) -> pa.Table | None:
+    """The values of runs ``tables`` ((run number, values table) in ascending run number) re-keyed and sorted.
+
+    ``frame_counts[run]`` is the number of frames of run number ``run``; ``position[offset[run] + local_id]``
+    is the row of that node in the batch's node table (sorted by run, then node id), whose ids are
+    ``node_ids``, offsets being the cumulative frame counts.  The result has the columns run_id (int32 run
+    number), node_id, rank, thread and the ``metrics`` present, as float64.  Returns None when a local id is
+    out of range (the caller then takes the SQL path, which drops such rows as an inner join does).
     """
-    run = values.column("run_id").to_numpy()
-    lid = values.column("local_id").to_numpy()
     counts = np.asarray(frame_counts, dtype=np.int64)
-    if len(lid) and (lid.min() < 0 or np.any(lid >= counts[run])):
-        return None
     offsets = np.concatenate(([0], np.cumsum(counts)[:-1])) if len(counts) else counts
-    g = position[offsets[run] + lid]
-    rank = values.column("rank").to_numpy(zero_copy_only=False).astype(np.int64)
-    thread = values.column("thread").to_numpy(zero_copy_only=False).astype(np.int64)
-    keys = [g.astype(np.uint64)]
-    if not _already_sorted(rank, thread):
-        keys += [(rank - rank.min()).astype(np.uint64), (thread - thread.min()).astype(np.uint64)]
-    perm = radix_argsort(keys)
-    order = pa.array(perm)
+    position = position.astype(np.int32 if len(position) < 2**31 else np.int64)
+    values = tables[0][1] if len(tables) == 1 else pa.concat_tables([t for _, t in tables], promote_options="permissive")
+    numbers = np.array([no for no, _ in tables], dtype=np.int32)
+    lengths = np.array([t.num_rows for _, t in tables], dtype=np.int64)
+    lid = _array(values.column("local_id"))
+    if len(lid) and lid.min() < 0:
+        return None
+    if len(tables) == 1:
+        no = int(numbers[0])
+        if len(lid) and lid.max() >= counts[no]:
+            return None
+        g = position[int(offsets[no]) + lid] if offsets[no] else position[lid]
+    else:
+        run = np.repeat(numbers, lengths)
+        if np.any(lid >= counts[run]):
+            return None
+        g = position[offsets[run] + lid]
+        del run
+    rank = _array(values.column("rank"))
+    thread = _array(values.column("thread"))
+    by_location = not _already_sorted(rank, thread)
+    names = [n for n in values.column_names if n in metrics]
+    sources = [_array(values.column(n)).astype(np.float64, copy=False) for n in names]
+    n = len(g)
+    out_node = np.empty(n, np.uint64)
+    out_rank = np.empty(n, np.int32) if rank.any() else None  # all zero: fresh zeros below, no memory
+    out_thread = np.empty(n, np.int32) if thread.any() else None
+    out_values = [np.empty(n, np.float64) for _ in names]
+    per_node = np.bincount(g, minlength=len(position))
+    start = 0
+    for a, b in _slices(per_node):
+        rows = np.flatnonzero((g >= a) & (g < b)) if (a, b) != (0, len(per_node)) else np.arange(n)
+        key = g[rows]
+        if by_location:
+            order = np.lexsort((thread[rows], rank[rows], key))
+        elif b - a <= 1 << 16:  # NumPy's stable sort of 16-bit keys is a radix sort
+            order = np.argsort((key - a).astype(np.uint16), kind="stable")
+        else:
+            order = np.argsort(key, kind="stable")
+        rows = rows[order]
+        stop = start + len(rows)
+        out_node[start:stop] = node_ids[key[order]]
+        if out_rank is not None:
+            out_rank[start:stop] = rank[rows]
+        if out_thread is not None:
+            out_thread[start:stop] = thread[rows]
+        for source, out in zip(sources, out_values):
+            out[start:stop] = source[rows]
+        start = stop
+    del g, sources
+    zeros = lambda: np.zeros(n, np.int32)  # noqa: E731 - calloc'd pages cost nothing until written
     columns = {
-        "run_id": values.column("run_id").take(order),
-        "node_id": pa.array(node_ids[g[perm]], pa.uint64()),
-        "rank": pa.array(rank[perm].astype(np.int32)),
-        "thread": pa.array(thread[perm].astype(np.int32)),
+        "run_id": pa.array(np.repeat(numbers, lengths) if numbers.any() else zeros()),
+        "node_id": pa.array(out_node),
+        "rank": pa.array(out_rank if out_rank is not None else zeros()),
+        "thread": pa.array(out_thread if out_thread is not None else zeros()),
     }
-    for name in values.column_names:
-        if name in metrics:
-            columns[name] = pc.cast(values.column(name), pa.float64()).take(order)
+    for name, out in zip(names, out_values):
+        columns[name] = pa.array(out, from_pandas=True)  # NaN -> null, zero-copy
     return pa.table(columns)

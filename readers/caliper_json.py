@@ -23,31 +23,22 @@ Format reference: ``shared/docs/formats.md`` section 3.  What this reader does:
   (no ``cali.caliper.version`` global) and ``sec`` after (B.21);
 * extra top-level keys are run metadata, typed: integers, floats, ``[a,b]`` lists (B.16; 4.5).
 
-Speed: Caliper writes one row per line, numbers and ``null`` only: pyarrow's CSV parser reads those rows and
-``json.loads`` the rest.  Any other layout takes the plain ``json.loads`` path (and its error messages).
+Speed and memory: the rows are parsed block by block into float64 columns (readers/caliper_json_rows.py).
 """
 
 from __future__ import annotations
 
-import io
-import json
-import mmap
 import os
 import re
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.csv as pacsv
 
 from perflake.errors import ReaderError
 from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
+from perflake.readers.caliper_json_rows import HEAD as _HEAD, KEYS, load
 
-KEYS = ("data", "columns", "column_metadata", "nodes")
 _KEY_RES = {k: re.compile(rb'"' + k.encode() + rb'"\s*:') for k in KEYS}
-_DATA_RE = re.compile(rb'"data"\s*:\s*\[')
-_DATA_END_RE = re.compile(rb"\]\s*\]")
-_DATA_END = b"]\n    ]"
-_ROW_START_RE = re.compile(rb"\s*\[")
 _HIERARCHY = ("source.function#callpath.address", "path")
 _NESTED = ("function", "loop", "region", "annotation", "mpi.function", "cupti.runtimeAPI")
 _RENAME = {"sum#time.duration": "time", "sum#avg#sum#time.duration": "time",
@@ -56,7 +47,8 @@ _NOT_METRICS = ("Node order", "min#min#aggregate.slot", "aggregate.slot")  # B.1
 _STATS = ("min#", "max#", "avg#", "any#")
 _INT_RE = re.compile(r"[+-]?(?:0|[1-9]\d*)\Z")
 _FLOAT_RE = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?\Z|[+-]?\d+[eE][+-]?\d+\Z")
-_HEAD, _TAIL = 1 << 16, 1 << 18
+_TAIL = 1 << 18
+_SCAN, _OVERLAP = 4 << 20, 4096
 
 
 def _typed(value):
@@ -93,97 +85,6 @@ def _unit(title: str, meta: dict, caliper2: bool) -> str | None:
     return None
 
 
-def _fast_split(raw: bytes):
-    """(document text with ``"data": []``, data rows as CSV bytes, row count), or None for the JSON path."""
-    m = _DATA_RE.search(raw, 0, _HEAD) or _DATA_RE.search(raw)
-    if m is None or not _ROW_START_RE.match(raw, m.end()):  # no rows at all: the JSON path is as fast
-        return None
-    # Caliper ends the rows with "]\n    ]" and writes no such text after them: search from the end.
-    stop = raw.rfind(_DATA_END, m.end())
-    found = _DATA_END_RE.search(raw, m.end()) if stop < 0 else None
-    if stop < 0 and found is None:
-        return None
-    stop, end = (found.start(), found.end()) if found else (stop, stop + len(_DATA_END))
-    if raw.find(b'"', m.end(), stop) >= 0 or raw.find(b"{", m.end(), stop) >= 0:
-        return None  # strings or objects in the rows (or the end was not the rows' end)
-    seg = raw[m.end() : stop + 1]  # every row, brackets included
-    body = seg.translate(None, b"[] \t\r") + b","  # one "a,b,c," line per row
-    return raw[: m.end()] + raw[end - 1 :], body, seg.count(b"[")
-
-
-def _csv_columns(body: bytes, nrows: int, ncols: int):
-    names = [f"c{i}" for i in range(ncols + 1)]  # every line ends with a comma: one empty last field
-    convert = pacsv.ConvertOptions(column_types={n: pa.float64() for n in names[:ncols]}, null_values=["null"],
-                                   include_columns=names[:ncols])
-    try:
-        table = pacsv.read_csv(io.BytesIO(body), read_options=pacsv.ReadOptions(column_names=names),
-                               parse_options=pacsv.ParseOptions(quote_char=False), convert_options=convert)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return None
-    return [table.column(i).to_numpy() for i in range(ncols)] if table.num_rows == nrows else None
-
-
-def _load(path: str):
-    """(document dict, column cells): cells are float64 arrays (fast path) or tuples of JSON values."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise ReaderError(path, f"cannot read: {exc.strerror or exc}") from None
-    fast = _fast_split(raw)
-    if fast is not None:
-        try:
-            doc = json.loads(fast[0])
-        except (ValueError, RecursionError):
-            doc = None
-        if isinstance(doc, dict) and doc.get("data") == [] and isinstance(doc.get("columns"), list):
-            cells = _csv_columns(fast[1], fast[2], len(doc["columns"]))
-            if cells is not None:
-                _check(path, doc)
-                return doc, cells
-    try:
-        doc = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ReaderError(path, f"not valid JSON (truncated?): {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except (ValueError, RecursionError) as exc:
-        raise ReaderError(path, f"not valid JSON: {exc}") from None
-    _check(path, doc)
-    return doc, _json_cells(path, doc["data"], len(doc["columns"]))
-
-
-def _json_cells(path: str, data: list, ncols: int) -> list:
-    """The rows of the plain-JSON path as columns: float64 arrays, or tuples when rows hold strings."""
-    try:  # numbers and nulls only: one C-level conversion; else (strings in rows) column by column below
-        grid = pa.array(data, type=pa.list_(pa.float64()))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
-        grid = None
-    if ncols and grid is not None and not grid.null_count and (grid.value_lengths().to_numpy() == ncols).all():
-        grid = grid.flatten().to_numpy(zero_copy_only=False).reshape(-1, ncols)
-        return [np.ascontiguousarray(grid[:, i]) for i in range(ncols)]
-    try:
-        widths = set(map(len, data))
-    except TypeError:
-        raise ReaderError(path, "'data' must be a list of rows (lists)") from None
-    if widths - {ncols}:
-        i = next(i for i, row in enumerate(data) if len(row) != ncols)
-        raise ReaderError(path, f"data row {i} has {len(data[i])} cells, expected {ncols} (one per column)")
-    return list(zip(*data)) if data else [()] * ncols
-
-
-def _check(path: str, doc) -> None:
-    if not isinstance(doc, dict):
-        raise ReaderError(path, f"not a Caliper json-split file: the top level is a JSON {type(doc).__name__}, not an object")
-    missing = [k for k in KEYS if k not in doc]
-    if missing:
-        raise ReaderError(path, "not a Caliper json-split file: missing key(s) " + ", ".join(repr(k) for k in missing))
-    bad = next((k for k in KEYS if not isinstance(doc[k], list)), None)
-    if bad:
-        raise ReaderError(path, f"not a Caliper json-split file: {bad!r} is not a list")
-    columns, meta = doc["columns"], doc["column_metadata"]
-    if len(meta) != len(columns) or not all(isinstance(c, str) for c in columns) or not all(isinstance(m, dict) for m in meta):
-        raise ReaderError(path, "'columns' must be strings and 'column_metadata' one object per column")
-
-
 def _floats(path: str, title: str, cells, strict: bool):
     """float64 numpy array of a column (NaN for null); None for a non-numeric column unless ``strict``."""
     if isinstance(cells, np.ndarray):
@@ -197,12 +98,16 @@ def _floats(path: str, title: str, cells, strict: bool):
 
 
 def _indices(path: str, title: str, cells, n_nodes: int) -> np.ndarray:
-    """Node indices of a reference column as int64, -1 for null."""
-    f = np.nan_to_num(_floats(path, title, cells, strict=True), nan=-1.0)
-    bad = (f != np.floor(f)) | (f < -1) | (f >= n_nodes)
+    """Node indices of a reference column as int32, -1 for null (no float temporaries: columns are long)."""
+    f = _floats(path, title, cells, strict=True)
+    with np.errstate(invalid="ignore"):
+        i = f.astype(np.int32)  # NaN and out-of-range cells give garbage here, rejected or replaced below
+    nan = np.isnan(f)
+    i[nan] = -1
+    bad = ~nan & ((f < -1) | (f >= min(n_nodes, 2**31 - 1)) | (i != f))
     if bad.any():
         raise ReaderError(path, f"column {title!r}: cell {f[bad][0]:g} is not a node index (the file has {n_nodes} nodes)")
-    return f.astype(np.int64)
+    return i
 
 
 def _nodes(path: str, nodes: list):
@@ -260,8 +165,8 @@ def _location(label: str) -> tuple[str, str | None, int | None]:
 
 def _frames(labels, parents, node_cols, order, nid, located, module):
     """(frames table, local id per row): the nodes in ``order``, then the statement children of split nodes."""
-    local_of = np.full(len(labels), -1, np.int64)
-    local_of[order] = np.arange(len(order))
+    local_of = np.full(len(labels), -1, np.int32)
+    local_of[order] = np.arange(len(order), dtype=np.int32)
     local = local_of[nid]
     names, unknown = [], 0
     for i in order.tolist():
@@ -287,6 +192,12 @@ def _frames(labels, parents, node_cols, order, nid, located, module):
     return frames, local
 
 
+def _finite(values: np.ndarray) -> np.ndarray:
+    """An infinity is no measurement: NaN (a copy only when there is one)."""
+    inf = np.isinf(values)
+    return np.where(inf, np.nan, values) if inf.any() else values
+
+
 class Reader:
     kind = "caliper_json"
     version = "1"
@@ -306,9 +217,14 @@ class Reader:
                     fh.seek(max(_HEAD, size - _TAIL))
                     tail = fh.read()
                     missing = [k for k in missing if not _KEY_RES[k].search(tail)]
-                if missing and size > _HEAD + _TAIL:
-                    with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                        missing = [k for k in missing if not _KEY_RES[k].search(mm)]
+                pos, later = max(_HEAD, size - _TAIL), b""
+                while missing and pos > _HEAD:  # backwards in blocks: a mapping of the file would count as memory
+                    start = max(_HEAD, pos - _SCAN)
+                    fh.seek(start)
+                    block = fh.read(pos - start)
+                    window = block + later[:_OVERLAP]
+                    missing = [k for k in missing if not _KEY_RES[k].search(window)]
+                    pos, later = start, block
                 return not missing
         except (OSError, ValueError):
             return False
@@ -321,7 +237,7 @@ class Reader:
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise ReaderError(path, "a Caliper json-split profile is a file")
-        doc, cells = _load(path)
+        doc, cells = load(path)
         titles, colmeta = doc["columns"], doc["column_metadata"]
         labels, parents, node_cols = _nodes(path, doc["nodes"])
         col = {t: i for i, t in reversed(list(enumerate(titles)))}
@@ -330,10 +246,13 @@ class Reader:
         if hier is None:
             raise ReaderError(path, "no call-path column ('source.function#callpath.address' or 'path') in 'columns'")
         nid = _indices(path, hier, cells[col[hier]], len(labels))
-        rows = np.flatnonzero(nid >= 0)  # a null call path: a record outside every region, dropped (3.4)
+        cells[col[hier]] = None  # free the float column: a 10-million-row file holds several
+        keep = nid >= 0  # a null call path: a record outside every region, dropped (3.4)
+        rows = slice(None) if keep.all() else np.flatnonzero(keep)  # a slice takes views, not copies
+        n_rows = len(nid) if isinstance(rows, slice) else len(rows)
         metadata = {k: _typed(v) for k, v in doc.items() if k not in KEYS}
-        if len(rows) < len(nid):
-            metadata["caliper.rows_without_path"] = len(nid) - len(rows)
+        if n_rows < len(nid):
+            metadata["caliper.rows_without_path"] = len(nid) - n_rows
 
         def ref(prefix):  # node indices of the first reference column named prefix..., for the kept rows
             t = next((t for t in refs if t.startswith(prefix)), None)
@@ -344,15 +263,18 @@ class Reader:
         located = self._locations(path, titles, colmeta, cells, col, rows, labels, ref)
         frames, local = _frames(labels, parents, node_cols, _with_ancestors(parents, wanted), nid[rows], located,
                                 ref("module#") if located else None)
-        rank = np.zeros(len(rows), np.int32)
+        rank = np.zeros(n_rows, np.int32)
         if "mpi.rank" in col:
             r = _floats(path, "mpi.rank", cells[col["mpi.rank"]], strict=True)[rows]
-            r = np.where(np.isnan(r), 0, r)  # a null rank counts as rank 0
-            if (r < 0).any() or (r >= 2**31).any() or (r != np.floor(r)).any():
+            with np.errstate(invalid="ignore"):
+                rank = r.astype(np.int32)
+            nan = np.isnan(r)
+            rank[nan] = 0  # a null rank counts as rank 0
+            if (~nan & ((r < 0) | (r >= 2**31) | (rank != r))).any():
                 raise ReaderError(path, "column 'mpi.rank': ranks must be integers from 0 to 2**31-1")
-            rank = r.astype(np.int32)
+            cells[col["mpi.rank"]] = r = None  # free the float column
         metrics, values = self._metrics(path, titles, colmeta, cells, rows, metadata, hier)
-        table = {"local_id": local.astype(np.int32), "rank": rank, "thread": np.zeros(len(rows), np.int32),
+        table = {"local_id": local.astype(np.int32), "rank": rank, "thread": np.zeros(n_rows, np.int32),
                  **{m.name: v for m, v in zip(metrics, values)}}
         return ProfileRows(format=self.kind, source=path, frames=frames, values=pa.table(table),
                            metrics=metrics, metadata=metadata, reader_version=self.version)
@@ -396,5 +318,4 @@ class Reader:
             elif pair is None and role == EXCLUSIVE and f"inclusive#{title}" in taken:
                 pair = f"inclusive#{title}"
             metrics.append(Metric(name, role, _unit(title, meta, caliper2), pair))
-        values = [np.where(np.isinf(c[3]), np.nan, c[3]) for c in chosen]  # an infinity is no measurement
-        return metrics, values
+        return metrics, [_finite(c[3]) for c in chosen]

@@ -239,3 +239,39 @@ def test_sniff(shared_data, tmp_path):
     assert Reader.sniff(_write(tmp_path / "big.json", big))
     assert Reader().read(str(tmp_path / "big.json")).values.num_rows == 19_200
     assert Reader.files(str(shared_data(CPI))) == [str(shared_data(CPI))]
+
+
+@pytest.mark.parametrize("block", [97, 4096, 1 << 25])
+def test_rows_read_block_by_block_equal_the_whole_file_path(tmp_path, shared_data, monkeypatch, block):
+    from perflake.generators import WRITERS
+    from perflake.readers import caliper_json_rows
+
+    generated = WRITERS["caliper"](tmp_path / "gen", nodes=40, ranks=8, runs=1, seed=3)[0]
+    monkeypatch.setattr(caliper_json_rows, "BLOCK", block)
+    for path in (str(shared_data(CPI)), str(shared_data(LULESH)), str(generated)):
+        streamed = caliper_json_rows._streamed(path)
+        assert streamed is not None, f"{path}: Caliper's layout must take the block path"
+        whole = caliper_json_rows._load(path)
+        assert streamed[0] == whole[0]
+        assert len(streamed[1]) == len(whole[1])
+        for a, b in zip(streamed[1], whole[1]):
+            assert a.tobytes() == b.tobytes()  # NaN-safe, bit for bit
+        a = Reader().read(path)
+        with monkeypatch.context() as m:
+            m.setattr(caliper_json_rows, "_streamed", lambda p: None)
+            b = Reader().read(path)
+        assert a.frames.equals(b.frames) and a.values.equals(b.values) and a.metrics == b.metrics
+
+
+def test_a_row_over_two_lines_falls_back_to_json(tmp_path, shared_data, monkeypatch):
+    from perflake.readers import caliper_json_rows
+
+    text = shared_data(CPI).read_text()
+    broken = text.replace("[ 62, 0, 0, 3, 4,", "[ 62, 0, 0, 3,\n 4,", 1)
+    assert broken != text
+    path = tmp_path / "two-lines.json"
+    path.write_text(broken)
+    monkeypatch.setattr(caliper_json_rows, "BLOCK", 300)
+    assert caliper_json_rows._streamed(str(path)) is None
+    ours, theirs = Reader().read(str(path)), Reader().read(str(shared_data(CPI)))
+    assert ours.values.equals(theirs.values) and ours.frames.equals(theirs.frames)

@@ -3,8 +3,6 @@ mean over ranks per node, then sum per name; see perflake.flat_profile)."""
 
 from __future__ import annotations
 
-import pandas as pd
-
 from perflake.commands.flamegraph import load_graphframe, location, run_args
 
 
@@ -15,6 +13,8 @@ def cmd_flat(args) -> int:
     gf = load_graphframe(args)
     metrics = args.metric.split(",") if args.metric else None
     df = flat_profile(gf, args.by, metrics, **location(args, aggregate_default="mean")).reset_index()
+    import pandas as pd
+
     df[args.by] = [f"(no {args.by})" if pd.isna(v) else str(v) for v in df[args.by]]
     _print_frame(df.head(args.top) if args.top else df, args.format)
     return 0
