@@ -109,6 +109,7 @@ def _derive_exclusive(con, pairs: tuple) -> None:
     sqlfiles.materialize(con, "metric_long", "exclusive", inc=[p[0] for p in pairs], exc=[p[1] for p in pairs])
     sqlfiles.materialize(con, "derived_t", "pivot_metrics")
     sqlfiles.materialize(con, "metrics_t", "merge_metrics")
+    con.execute("drop table derived_t").fetchall()  # the next group may register an Arrow table by that name
 
 
 def _rekey(con, tables: list[tuple[int, pa.Table]], counts: np.ndarray, names: list[str]) -> pa.Table | None:

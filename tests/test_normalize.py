@@ -97,3 +97,22 @@ def test_nan_is_absent_when_siblings_merge():
     by_name = dict(zip(n.nodes.column("node_id").to_pylist(), n.nodes.column("name").to_pylist()))
     got = {by_name[r["node_id"]]: (r["time"], r["time (inc)"]) for r in n.metrics.to_pylist()}
     assert got == {"main": (1.0, 6.0), "a": (5.0, 5.0)}
+
+
+@pytest.mark.parametrize("first", ["inclusive-only", "exclusive-only"])
+def test_a_batch_mixing_derivations_in_either_order(first):
+    """One batch, one run needing exclusive values derived and one needing inclusive ones (two groups on one
+    connection): each gets its own values, whichever group runs first."""
+    from perflake.normalize import normalize_many
+
+    nodes = [(0, -1, "main"), (1, 0, "x"), (2, 1, "y"), (3, 1, "z")]
+    inc_only = profile(nodes, [(0, 0, 0, 10.0), (1, 0, 0, 7.0), (2, 0, 0, 3.0), (3, 0, 0, 1.0)],
+                       [Metric("time (inc)", "inclusive", "s", pair="time")])
+    items = [("a-inc", inc_only), ("b-exc", small_exclusive_only())]
+    batch = normalize_many(items if first == "inclusive-only" else items[::-1])
+    metrics = batch.metrics.to_pandas()
+    assert set(metrics["run_id"].astype(str)) == {"a-inc", "b-exc"}
+    inc_run = metrics[metrics["run_id"].astype(str) == "a-inc"]
+    assert sorted(inc_run["time"]) == [1.0, 3.0, 3.0, 3.0]  # exclusive derived: main 3, x 3, y 3, z 1
+    exc_run = metrics[(metrics["run_id"].astype(str) == "b-exc") & (metrics["rank"] == 0)]
+    assert exc_run["time (inc)"].max() == SMALL_EXPECTED_INC[("main",)]
