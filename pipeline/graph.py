@@ -130,6 +130,32 @@ class Graph:
     def node_by_id(self) -> dict[int, Node]:
         return {n.node_id: n for n in self._nodes}
 
+    # -- Hatchet's graph comparison and set operations (see perflake.graph_ops) ------------------------------
+    def __eq__(self, other):
+        from perflake.graph_ops import equal
+
+        return isinstance(other, Graph) and equal(self, other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        from perflake.graph_ops import structure_hash
+
+        return structure_hash(self)
+
+    def union(self, other: "Graph", old_to_new: dict | None = None) -> "Graph":
+        """A new graph holding the call paths of both (neither input is changed)."""
+        from perflake.graph_ops import union
+
+        return union(self, other, old_to_new)
+
+    def copy(self, old_to_new: dict | None = None) -> "Graph":
+        """A deep copy (new Node objects, same call-path ids)."""
+        from perflake.graph_ops import copy
+
+        return copy(self, old_to_new)
+
     @classmethod
     def from_nodes_table(cls, nodes: pa.Table, frame_columns=("name", "type")) -> "Graph":
         """Build from a nodes table (node_id, parent_id, depth, frame columns) in one pass."""

@@ -3,6 +3,12 @@
 The dataframe is indexed by ``node`` plus ``rank`` / ``thread`` when the run has more than one of them (the
 levels that vary, as Hatchet does).  Unlike Hatchet's TAU reader, a value that was not measured stays NaN
 rather than becoming 0, and a missing file/module is None rather than the integer 0.
+
+The methods are Hatchet's (names, arguments, behaviour); each is a thin call into its own module:
+perflake.literal_io (from_literal, from_lists, to_literal), .aggregate (drop_index_levels, groupby_aggregate),
+.subtree (subtree_sum, subgraph_sum, generate_exclusive_columns), .unify (unify, deepcopy, the one-sided marks of
+arithmetic), .graph_ops (graph ==, union, copy), .tree, .compare, .squash, .filter, .inclusive, .folded.
+No operation mutates a graph: a graph may be shared by several frames (``copy`` shares it, as Hatchet's does).
 """
 
 from __future__ import annotations
@@ -19,10 +25,16 @@ from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
 EXTRA_FRAME_COLUMNS = ("file", "module", "line", "end_line")
 
 
-def _default_metric(metrics: list[Metric]) -> str | None:
+EXCLUSIVE_DEFAULT = ("caliper", "caliper_json", "hpctoolkit")  # Hatchet's readers default to time for these
+
+
+def _default_metric(metrics: list[Metric], fmt: str | None = None) -> str | None:
+    """Hatchet's default metric: ``time`` for Caliper and old HPCToolkit, ``time (inc)`` for TAU and v4."""
     names = {m.name: m for m in metrics}
+    if fmt in EXCLUSIVE_DEFAULT and "time" in names:
+        return "time"
     if "time" in names and names["time"].pair in names:
-        return names["time"].pair  # Hatchet's TAU reader shows inclusive time by default
+        return names["time"].pair
     for role in (EXCLUSIVE, INCLUSIVE):
         for m in metrics:
             if m.role == role:
@@ -41,8 +53,10 @@ class GraphFrame:
         self.metadata = dict(metadata or {})
 
     @classmethod
-    def from_tables(cls, nodes: pa.Table, metrics: pa.Table, metric_info: list[Metric], metadata: dict | None = None):
-        """Build from a run's nodes table and metrics table (node_id, rank, thread, <metrics>).
+    def from_tables(cls, nodes: pa.Table, metrics: pa.Table, metric_info: list[Metric], metadata: dict | None = None,
+                    fmt: str | None = None):
+        """Build from a run's nodes table and metrics table (node_id, rank, thread, <metrics>); ``fmt`` (the reader
+        kind) picks Hatchet's default metric for that format.
 
         Dense layout: one row per (node in pre-order, location), unmeasured values NaN; the index is built
         from integer codes (no hashing of Node objects).
@@ -94,23 +108,53 @@ class GraphFrame:
             frame,
             exc_metrics=[m.name for m in metric_info if m.role == EXCLUSIVE and m.name in names],
             inc_metrics=[m.name for m in metric_info if m.role == INCLUSIVE and m.name in names],
-            default_metric=_default_metric([m for m in metric_info if m.name in names]),
+            default_metric=_default_metric([m for m in metric_info if m.name in names], fmt),
             metadata=metadata,
         )
 
+    # -- Hatchet's constructors from literals (perflake.literal_io) ------------------------------------------
+    @staticmethod
+    def from_literal(graph_dict) -> "GraphFrame":
+        """A GraphFrame of a Hatchet literal: a list of ``{"frame", "metrics", "children"}`` roots."""
+        from perflake.literal_io import from_literal
+
+        return from_literal(graph_dict)
+
+    @staticmethod
+    def from_lists(*lists) -> "GraphFrame":
+        """A GraphFrame from nested ``(name, child, ...)`` tuples, ``time`` = 1 per node."""
+        from perflake.literal_io import from_lists
+
+        return from_lists(*lists)
+
+    def to_literal(self, name: str = "name", rank: int = 0, thread: int = 0, cat_columns=()) -> list:
+        """The graph as a Hatchet literal with the values at (rank, thread)."""
+        from perflake.literal_io import to_literal
+
+        return to_literal(self, name, rank, thread, cat_columns)
+
     # -- Hatchet API --------------------------------------------------------------------------------------
-    def tree(self, metric_column=None, precision: int = 3, name_column: str = "name", expand_name: bool = False,
-             context_column: str | None = "file", rank: int = 0, thread: int = 0, depth: int = 10000,
-             highlight_name: bool = False, colormap: str = "RdYlGn", invert_colormap: bool = False,
-             render_header: bool = True, min_value=None, max_value=None, *, colour: bool | None = None) -> str:
+    def tree(self, metric_column=None, annotation_column=None, precision: int = 3, name_column: str = "name",
+             expand_name: bool = False, context_column: str | None = "file", rank: int = 0, thread: int = 0,
+             depth: int = 10000, highlight_name: bool = False, colormap: str = "RdYlGn",
+             invert_colormap: bool = False, colormap_annotations=None, render_header: bool = True,
+             min_value=None, max_value=None, *, colour: bool | None = None) -> str:
         """The call tree as text, laid out as Hatchet's ``tree()`` (colour only on a terminal unless ``colour``)."""
         from perflake.tree import render
 
-        return render(self, metric_column=metric_column, precision=precision, name_column=name_column,
-                      expand_name=expand_name, context_column=context_column, rank=rank, thread=thread,
-                      depth=depth, highlight_name=highlight_name, colormap=colormap,
-                      invert_colormap=invert_colormap, render_header=render_header, min_value=min_value,
-                      max_value=max_value, colour=colour)
+        return render(self, metric_column=metric_column, annotation_column=annotation_column, precision=precision,
+                      name_column=name_column, expand_name=expand_name, context_column=context_column, rank=rank,
+                      thread=thread, depth=depth, highlight_name=highlight_name, colormap=colormap,
+                      invert_colormap=invert_colormap, colormap_annotations=colormap_annotations,
+                      render_header=render_header, min_value=min_value, max_value=max_value, colour=colour)
+
+    def traverse(self, order: str = "pre", attrs=None):
+        """The graph's nodes depth-first (``gf.graph.traverse``); ``attrs`` yields frame values instead."""
+        return self.graph.traverse(order=order, attrs=attrs)
+
+    def show_metric_columns(self) -> list[str]:
+        """The exclusive then inclusive metric names."""
+        return list(self.exc_metrics + self.inc_metrics)
 
     def update_inclusive_columns(self) -> None:
         """Recompute inclusive columns from exclusive ones, in place (Hatchet's name: ``time`` -> ``time (inc)``)."""
@@ -118,25 +162,70 @@ class GraphFrame:
 
         update_inclusive_columns(self)
 
-    def squash(self, update_inclusive_columns: bool = True) -> "GraphFrame":
-        """Keep only nodes present in the dataframe, re-parented to their nearest kept ancestor (a new frame)."""
+    def generate_exclusive_columns(self, inc_metrics=None) -> None:
+        """Exclusive columns from inclusive ones that lack them (``X (inc)`` -> ``X``, ``Y`` -> ``Y (exc)``)."""
+        from perflake.subtree import generate_exclusive_columns
+
+        generate_exclusive_columns(self, inc_metrics)
+
+    def subtree_sum(self, columns, out_columns=None, function=None) -> None:
+        """``out_columns`` = ``function`` (default: sum, NaN skipped) over each node and its descendants."""
+        from perflake.subtree import subtree_sum
+
+        subtree_sum(self, columns, out_columns, function)
+
+    def subgraph_sum(self, columns, out_columns=None, function=None) -> None:
+        """As subtree_sum, but a descendant reachable by several paths counts once."""
+        from perflake.subtree import subgraph_sum
+
+        subgraph_sum(self, columns, out_columns, function)
+
+    def drop_index_levels(self, function=np.mean) -> None:
+        """One row per node: metrics reduced over ranks/threads with ``function``, other columns' first row."""
+        from perflake.aggregate import drop_index_levels
+
+        drop_index_levels(self, function)
+
+    def groupby_aggregate(self, groupby_function, agg_function) -> "GraphFrame":
+        """A new GraphFrame with one node per value of a column, values aggregated with ``agg_function``."""
+        from perflake.aggregate import groupby_aggregate
+
+        return groupby_aggregate(self, groupby_function, agg_function)
+
+    def unify(self, other: "GraphFrame") -> None:
+        """Put both frames on one (new) union graph; this frame gains NaN rows for the nodes it lacked."""
+        from perflake.unify import unify
+
+        unify(self, other)
+
+    def squash(self, update_inc_cols: bool = True, *, update_inclusive_columns: bool | None = None) -> "GraphFrame":
+        """Keep only nodes present in the dataframe, re-parented to their nearest kept ancestor (a new frame).
+
+        ``update_inc_cols`` is Hatchet's name; ``update_inclusive_columns`` the same flag, spelled out."""
         from perflake.squash import squash
 
-        return squash(self, update_inclusive_columns=update_inclusive_columns)
+        update = update_inc_cols if update_inclusive_columns is None else update_inclusive_columns
+        return squash(self, update_inclusive_columns=update)
 
-    def filter(self, filter_obj, squash: bool = True, update_inclusive_columns: bool = True,
-               num_procs=None, rec_limit=None, multi_index_mode: str = "off") -> "GraphFrame":
+    def filter(self, filter_obj, squash: bool = True, update_inc_cols: bool = True, num_procs=None, rec_limit=None,
+               multi_index_mode: str = "off", *, update_inclusive_columns: bool | None = None) -> "GraphFrame":
         """Rows for which ``filter_obj`` holds (a callable on rows, or a call-path query), then squash."""
         from perflake.filter import filter_rows
 
         out = filter_rows(self, filter_obj, multi_index_mode=multi_index_mode)
-        return out.squash(update_inclusive_columns=update_inclusive_columns) if squash else out
+        update = update_inc_cols if update_inclusive_columns is None else update_inclusive_columns
+        return out.squash(update_inclusive_columns=update) if squash else out
 
-    # -- arithmetic between runs (join on call-path ids; see perflake.compare) --------------------------------
+    # -- arithmetic between runs (join on call-path ids; see perflake.compare); one-sided nodes marked ------
     def _op(self, other, name: str):
         from perflake import compare
+        from perflake.unify import mark_one_sided
 
-        return getattr(compare, name)(self, other)
+        left, default = self.graph, self.default_metric
+        out = mark_one_sided(getattr(compare, name)(self, other), left, other.graph)
+        if default in out.dataframe.columns:  # Hatchet keeps the left operand's default metric
+            out.default_metric = default
+        return out
 
     def add(self, other):
         return self._op(other, "add")
@@ -150,23 +239,19 @@ class GraphFrame:
     def div(self, other):
         return self._op(other, "div")
 
-    __add__, __sub__, __mul__, __truediv__ = add, sub, mul, div
-
     def __iadd__(self, other):
-        self._op(other, "iadd")
-        return self
+        return self._op(other, "iadd")
 
     def __isub__(self, other):
-        self._op(other, "isub")
-        return self
+        return self._op(other, "isub")
 
     def __imul__(self, other):
-        self._op(other, "imul")
-        return self
+        return self._op(other, "imul")
 
     def __itruediv__(self, other):
-        self._op(other, "idiv")
-        return self
+        return self._op(other, "idiv")
+
+    __add__, __sub__, __mul__, __truediv__ = add, sub, mul, div
 
     def load_imbalance(self, metric=None, *, top: int | None = None, absent: str = "exclude", k: int = 3, ddof: int = 1):
         """Per node: mean/min/max/std over ranks, max/mean and the top-k ranks (see perflake.imbalance)."""
@@ -224,6 +309,45 @@ class GraphFrame:
         """A new GraphFrame sharing the (immutable) graph, with a copy of the dataframe."""
         return GraphFrame(self.graph, self.dataframe.copy(), self.exc_metrics, self.inc_metrics,
                           self.default_metric, _copy.deepcopy(self.metadata))
+
+    def deepcopy(self) -> "GraphFrame":
+        """A GraphFrame sharing nothing with this one: new graph nodes, dataframe re-pointed at them."""
+        from perflake.unify import deepcopy
+
+        return deepcopy(self)
+
+    # -- interop with llnl-hatchet (perflake.interop, perflake.hatchet_json) --------------------------------
+    def to_hatchet(self):
+        """A hatchet.GraphFrame of this frame (llnl-hatchet must be importable; see perflake.interop)."""
+        from perflake.interop import to_hatchet
+
+        return to_hatchet(self)
+
+    @classmethod
+    def from_hatchet(cls, hgf) -> "GraphFrame":
+        """A perflake GraphFrame of a Hatchet one, through perflake's normalisation (call-path ids)."""
+        from perflake.interop import from_hatchet
+
+        return from_hatchet(hgf)
+
+    def to_dict(self) -> dict:
+        """Hatchet's dict form (``GraphFrame.to_dict``)."""
+        from perflake.hatchet_json import to_dict
+
+        return to_dict(self)
+
+    def to_json(self) -> str:
+        """Hatchet's JSON (``GraphFrame.to_json``), which Hatchet's ``from_json`` reads."""
+        from perflake.hatchet_json import to_hatchet_json
+
+        return to_hatchet_json(self)
+
+    @classmethod
+    def from_json(cls, json_spec: str) -> "GraphFrame":
+        """A GraphFrame from Hatchet's JSON text."""
+        from perflake.hatchet_json import from_hatchet_json
+
+        return from_hatchet_json(json_spec)
 
     def __repr__(self) -> str:
         levels = ", ".join(self.dataframe.index.names)

@@ -13,9 +13,9 @@ import pyarrow as pa
 
 from perflake import duck, sqlfiles
 from perflake.catalogs.catalog import Catalog
-from perflake.catalogs.schema import DATA_TABLES
+from perflake.catalogs.schema import DATA_TABLES, INGEST_LOG, INGEST_LOG_SCHEMA
 from perflake.errors import LakeError, UnknownRun
-from perflake.ingest import IngestReport, ingest
+from perflake.ingest import LOCK_TIMEOUT, IngestReport, ingest
 from perflake.readers.base import Metric
 
 if TYPE_CHECKING:  # pandas and the GraphFrame load on first use: ingest needs neither
@@ -49,11 +49,14 @@ class Lake:
         return self._catalog
 
     # -- writing -------------------------------------------------------------------------------------------
-    def ingest(self, paths, *, progress: bool = False) -> IngestReport:
-        """Ingest every profile found under ``paths``; already-present runs (same bytes) are skipped."""
+    def ingest(self, paths, *, progress: bool = False, retry_failed: bool = False, follow_symlinks: bool = False,
+               scheduler=None, lock_timeout: float | None = LOCK_TIMEOUT) -> IngestReport:
+        """Ingest every profile found under ``paths``; already-present runs (same bytes) are skipped, inputs
+        that failed before are retried only when they changed (see :func:`perflake.ingest.ingest`)."""
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
-        return ingest(self.catalog(create=True), list(paths), progress=progress)
+        return ingest(self.catalog(create=True), list(paths), progress=progress, retry_failed=retry_failed,
+                      follow_symlinks=follow_symlinks, scheduler=scheduler, lock_timeout=lock_timeout)
 
     # -- reading -------------------------------------------------------------------------------------------
     def runs(self) -> pd.DataFrame:
@@ -61,7 +64,9 @@ class Lake:
         return self.catalog().runs().to_pandas()
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        """A fresh DuckDB connection with the views ``runs``, ``nodes``, ``edges``, ``metrics``."""
+        """A fresh DuckDB connection with the views ``runs``, ``nodes``, ``edges``, ``metrics`` and
+        ``ingest_log``.  The catalog is read once: the connection sees the runs committed at that moment, each
+        with all of its rows, whatever ingests commit meanwhile."""
         cat = self.catalog()
         con = duck.connection() if cat.local else duckdb.connect()
         if not cat.local:
@@ -75,6 +80,12 @@ class Lake:
                 con.execute(sqlfiles.load(f"views/{table}")).fetchall()
             else:
                 con.register(table, _EMPTY[table].empty_table())
+        if cat.log_parts():
+            con.execute("set variable perflake_ingest_log_files = $glob",
+                        {"glob": cat.duck_path(f"{cat.root}/{INGEST_LOG}/part-*.parquet")}).fetchall()
+            con.execute(sqlfiles.load(f"views/{INGEST_LOG}")).fetchall()
+        else:
+            con.register(INGEST_LOG, pa.Table.from_batches([], schema=INGEST_LOG_SCHEMA))
         return con
 
     def sql(self, query: str, params: dict | list | None = None) -> pd.DataFrame:
@@ -115,7 +126,7 @@ class Lake:
             con.close()
         from perflake.graphframe import GraphFrame
 
-        return GraphFrame.from_tables(nodes, values, metrics, json.loads(row["metadata"] or "{}"))
+        return GraphFrame.from_tables(nodes, values, metrics, json.loads(row["metadata"] or "{}"), fmt=row["format"])
 
     def imbalance(self, runs=None, *, metric: str = "time", top: int | None = None, absent: str = "exclude",
                   k: int = 3, ddof: int = 1, where: str | None = None, scheduler=None) -> pd.DataFrame:

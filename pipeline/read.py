@@ -13,7 +13,7 @@ def read(path: str | os.PathLike, kind: str | None = None) -> GraphFrame:
     """Read ``path`` (format sniffed unless ``kind`` is given) and return a GraphFrame."""
     rows = readers.read(path, kind)
     n = normalize(rows)
-    return GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata)
+    return GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata, fmt=rows.format)
 
 
 def read_tau(path: str | os.PathLike) -> GraphFrame:

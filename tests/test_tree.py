@@ -62,3 +62,57 @@ def test_tree_is_linear_in_nodes(tmp_path):
     text = gf.tree(render_header=False, colour=False)
     assert len(text.splitlines()) == len(gf.graph)
     assert time.perf_counter() - t0 < 30  # generous: catches quadratic blow-ups only
+
+
+# llnl-hatchet 2026.2.0: GraphFrame.from_caliper(<lulesh json>, node_ordering=False).tree(render_header=False)
+# (node_ordering=True, Hatchet's default, fails on this file: it has no "Node order" column).
+HATCHET_LULESH = """\
+121489.000 main
+├─ 528.000 LagrangeLeapFrog
+│  ├─ 21493.000 CalcTimeConstraintsForElems
+│  │  ├─ 85866.000 CalcCourantConstraintForElems
+│  │  └─ 29653.000 CalcHydroConstraintForElems
+│  ├─ 663.000 LagrangeElements
+│  │  ├─ 14072.000 ApplyMaterialPropertiesForElems
+│  │  │  └─ 244008.000 EvalEOSForElems
+│  │  │     ├─ 222116.000 CalcEnergyForElems
+│  │  │     │  └─ 188615.000 CalcPressureForElems
+│  │  │     └─ 7973.000 CalcSoundSpeedForElems
+│  │  ├─ 21891.000 CalcLagrangeElements
+│  │  │  └─ 642566.000 CalcKinematicsForElems
+│  │  ├─ 356717.000 CalcQForElems
+│  │  │  ├─ 431829.000 CalcMonotonicQGradientsForElems
+│  │  │  └─ 162256.000 CalcMonotonicQRegionForElems
+│  │  └─ 16902.000 UpdateVolumesForElems
+│  └─ 206007.000 LagrangeNodal
+│     └─ 411190.000 CalcForceForNodes
+│        └─ 8780.000 CalcVolumeForceForElems
+│           ├─ 597414.000 CalcHourglassControlForElems
+│           │  └─ 1223331.000 CalcFBHourglassForceForElems
+│           └─ 448597.000 IntegrateStressForElems
+└─ 418469.000 TimeIncrement
+"""
+# llnl-hatchet 2026.2.0, same frame: tree(render_header=False, metric_column=["time (inc)", "time"], precision=0, depth=3)
+HATCHET_LULESH_TWO_METRICS = """\
+5882425 121489 main
+├─ 5342467 528 LagrangeLeapFrog
+│  ├─ 137012 21493 CalcTimeConstraintsForElems
+│  ├─ 2309608 663 LagrangeElements
+│  └─ 2895319 206007 LagrangeNodal
+└─ 418469 418469 TimeIncrement
+"""
+
+
+def test_tree_matches_hatchet_on_caliper_json(shared_data):
+    """Hatchet's Caliper readers default to the exclusive ``time``; perflake's default_metric is ``time (inc)``
+    for every format with the pair, so the metric is named here (the layout and values are the same)."""
+    gf = perflake.read_caliper(shared_data("caliper-lulesh-json") / "lulesh-annotation-profile.json")
+    assert gf.tree(metric_column="time", render_header=False, colour=False) == HATCHET_LULESH
+    two = gf.tree(metric_column=["time (inc)", "time"], precision=0, depth=3, render_header=False, colour=False)
+    assert two == HATCHET_LULESH_TWO_METRICS
+
+
+def test_tree_positional_arguments_follow_hatchet(shared_data):
+    """tree(metric_column, annotation_column, precision, ...) in Hatchet's order."""
+    gf = perflake.read_tau(shared_data("tau-cpi-mpi"))
+    assert gf.tree("time", None, 1, render_header=False, colour=False).startswith("449.0 .TAU application\n")
