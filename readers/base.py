@@ -22,6 +22,12 @@ Columns of ``ProfileRows.values`` (one row per node and location that has a meas
 ``local_id`` int32, ``rank`` int32, ``thread`` int32, then one float64 column per metric in
 ``ProfileRows.metrics`` order.  Absent measurements are absent rows, null or NaN; normalisation stores
 them as null (never 0), so that merging identical sibling frames sums only measured values.
+
+Bad input (tests/test_fuzz.py runs every reader over thousands of damaged copies of real profiles): a reader
+raises one ReaderError whose message is one line naming the file and what is wrong (values quoted with
+:func:`shown`, cut short), never another exception.  What it returns holds no infinity (an infinite value is
+no measurement: NaN), ranks and threads that fit int32, lines that fit int64 (else null), frame text of at
+most :data:`MAX_FRAME_TEXT` bytes (:func:`check_frames`), and metadata that is strict JSON (no NaN/Infinity).
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from perflake.errors import ReaderError
 
 FRAME_SCHEMA = pa.schema(
     [
@@ -45,6 +54,13 @@ FRAME_SCHEMA = pa.schema(
 )
 FRAME_ATTRS = ("name", "type", "file", "line", "end_line", "module")
 LOCATION_COLUMNS = ("rank", "thread")
+
+INT32_MAX = 2**31 - 1  # ranks and threads are int32
+INT64_MAX = 2**63 - 1  # lines are int64
+# The longest frame name, file or module a reader accepts, in bytes.  Real names (demangled C++ templates
+# included) stay far below it; a longer one is a damaged file, and it would cost far more than its size
+# downstream, because a call path's id hashes the text of every frame from the root (sql/normalize_nodes.sql).
+MAX_FRAME_TEXT = 1 << 16
 
 EXCLUSIVE = "exclusive"
 INCLUSIVE = "inclusive"
@@ -99,3 +115,25 @@ class Reader(Protocol):
 
     def read(self, path: str) -> ProfileRows:
         """Parse ``path``; raise :class:`perflake.errors.ReaderError` naming the file on bad input."""
+
+
+def line_number(text: str | None) -> int | None:
+    """A source line number written as text: ASCII digits that fit an int64, else None (unknown)."""
+    if text and text.isascii() and text.isdigit() and len(text) <= 18:
+        return int(text)
+    return None
+
+
+def check_frames(path: str, frames: pa.Table) -> pa.Table:
+    """``frames`` itself; a ReaderError naming ``path`` when a name, file or module exceeds MAX_FRAME_TEXT."""
+    for col in ("name", "file", "module"):
+        longest = pc.max(pc.binary_length(frames.column(col))).as_py() if frames.num_rows else None
+        if longest is not None and longest > MAX_FRAME_TEXT:
+            raise ReaderError(path, f"a frame {col} of {longest} bytes (more than {MAX_FRAME_TEXT}): a damaged file")
+    return frames
+
+
+def shown(value, limit: int = 60) -> str:
+    """``repr(value)`` for an error message, cut to about ``limit`` characters (a damaged file's values can be huge)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

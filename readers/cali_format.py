@@ -19,10 +19,12 @@ lists, a last line without its newline) raises :class:`perflake.errors.ReaderErr
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
 from perflake.errors import ReaderError
+from perflake.readers.base import shown
 
 ASVALUE, HIDDEN, NESTED, GLOBAL = 1, 128, 256, 512
 NAME_ATTR, TYPE_ATTR, PROP_ATTR = 8, 9, 10
@@ -35,9 +37,10 @@ BOOTSTRAP.update({
     11: (TYPE_ATTR, "ptr", -1),
 })
 _TOKEN = re.compile(r"\\(.?)|([,=])|([^\\,=]+)", re.S)
-_NODE = re.compile(r"__rec=node,id=(\d+),attr=(\d+),data=([^,=\\]*)(?:,parent=(\d+))?")  # the usual node line
+# the usual node line (ids of up to 18 digits: longer ones take the careful path)
+_NODE = re.compile(r"__rec=node,id=(\d{1,18}),attr=(\d{1,18}),data=([^,=\\]*)(?:,parent=(\d{1,18}))?")
 _INT = re.compile(r"[+-]?\d+")
-_FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_FLOAT = re.compile(r"[+-]?(\d+(?:\.\d*)?|\.\d+)([eE][+-]?\d+)?")  # unambiguous: linear on long digit runs
 
 
 @dataclass(frozen=True)
@@ -100,27 +103,53 @@ class CaliFile:
         return ReaderError(self.path, f"line {line}: {problem}" if line else problem)
 
     def attribute(self, aid: int) -> Attribute:
-        """The attribute defined by node ``aid`` (type, properties, metadata from its ancestors)."""
+        """The attribute defined by node ``aid`` (type, properties, metadata from its ancestors).
+
+        The attributes of the metadata on its ancestors are resolved first, with an explicit stack: a chain
+        of attributes described by attributes may be as long as the file, deeper than Python's recursion."""
         attr = self._attrs.get(aid)
         if attr is not None:
             return attr
-        node = self.nodes.get(aid)
-        if node is None or node[0] != NAME_ATTR:
-            raise self.error(None, f"node {aid} is used as an attribute but does not define one")
-        typ, prop, meta = "usr", None, {}
-        parent = node[2]
+        stack, open_ = [aid], set()  # depth-first; open_: attributes waiting for their own metadata attributes
+        while stack:
+            cur = stack[-1]
+            if cur in self._attrs:
+                stack.pop()
+                continue
+            node = self.nodes.get(cur)
+            if node is None or node[0] != NAME_ATTR:
+                raise self.error(None, f"node {shown(cur)} is used as an attribute but does not define one")
+            needed = [a for a in self._metadata_attrs(node) if a not in self._attrs]
+            if needed:
+                if cur in open_ or open_.intersection(needed):  # impossible after parse(): defined before use
+                    raise self.error(None, f"attribute node {cur} is described by itself (a cycle)")
+                open_.add(cur)
+                stack += needed
+                continue
+            typ, prop, meta = "usr", None, {}
+            parent = node[2]
+            while parent >= 0:
+                pattr, pvalue, parent = self.nodes[parent]
+                if pattr == TYPE_ATTR:
+                    typ = pvalue
+                elif pattr == PROP_ATTR:
+                    if prop is None:
+                        prop = int(pvalue) if _INT.fullmatch(pvalue) and len(pvalue) < 20 else 0
+                elif pattr != NAME_ATTR:
+                    meta.setdefault(self._attrs[pattr].name, pvalue)
+            self._attrs[cur] = Attribute(cur, node[1], typ, prop or 0, meta)
+            stack.pop()
+            open_.discard(cur)
+        return self._attrs[aid]
+
+    def _metadata_attrs(self, node: tuple) -> list[int]:
+        """Attribute ids of the metadata nodes among ``node``'s ancestors."""
+        out, parent = [], node[2]
         while parent >= 0:
-            pattr, pvalue, parent_next = self.nodes[parent]
-            if pattr == TYPE_ATTR:
-                typ = pvalue
-            elif pattr == PROP_ATTR:
-                if prop is None:
-                    prop = int(pvalue) if _INT.fullmatch(pvalue) else 0
-            elif pattr != NAME_ATTR:
-                meta.setdefault(self.attribute(pattr).name, pvalue)
-            parent = parent_next
-        attr = self._attrs[aid] = Attribute(aid, node[1], typ, prop or 0, meta)
-        return attr
+            pattr, _, parent = self.nodes[parent]
+            if pattr not in (TYPE_ATTR, PROP_ATTR, NAME_ATTR):
+                out.append(pattr)
+        return out
 
 
 def _fields(line: str) -> tuple[str | None, dict]:
@@ -175,10 +204,10 @@ def parse(path: str) -> CaliFile:
             try:
                 got = tuple(map(int, _values(raw)))
             except ValueError:
-                raise cf.error(lineno, f"{key}= holds {raw!r}, expected node ids") from None
+                raise cf.error(lineno, f"{key}= holds {shown(raw)}, expected node ids") from None
             missing = [n for n in got if n not in nodes]
             if missing:
-                raise cf.error(lineno, f"the record refers to node {missing[0]}, which is not defined before it")
+                raise cf.error(lineno, f"the record refers to node {shown(missing[0])}, which is not defined before it")
             known[raw] = got
         return got
 
@@ -209,16 +238,19 @@ def parse(path: str) -> CaliFile:
             except (KeyError, ValueError):
                 problem = f"a node record needs integer id, attr and a data field: {line[:80]!r}"
                 raise cf.error(lineno, problem) from None
+            if min(nid, aid, parent + 1) < 0:
+                raise cf.error(lineno, f"a node record holds a negative id: {shown(line[:80])}")
             if aid not in nodes or (parent >= 0 and parent not in nodes):
                 missing = aid if aid not in nodes else parent
-                raise cf.error(lineno, f"node {nid} refers to node {missing}, which is not defined before it")
+                problem = f"node {shown(nid)} refers to node {shown(missing)}, which is not defined before it"
+                raise cf.error(lineno, problem)
             node = (aid, value, parent)
             if nodes.setdefault(nid, node) != node:  # a redefinition could close a parent cycle
                 raise cf.error(lineno, f"node {nid} is defined twice, differently")
         elif kind is None:
             raise cf.error(lineno, f"a record must start with __rec=<kind>, found {line[:60]!r}")
         else:
-            raise cf.error(lineno, f"unknown record kind __rec={kind!r} (expected node, ctx or globals)")
+            raise cf.error(lineno, f"unknown record kind __rec={shown(kind)} (expected node, ctx or globals)")
     if not records and not globs:
         raise cf.error(None, "no ctx or globals record: an empty or truncated file")
     return cf
@@ -230,22 +262,23 @@ def parse(path: str) -> CaliFile:
 def guess(text: str):
     """int, else float, else the string (for values whose type the file does not declare)."""
     t = text.strip()
-    if _INT.fullmatch(t):
+    if _INT.fullmatch(t) and len(t) < 4300:  # Python refuses longer decimal conversions
         return int(t)
-    if _FLOAT.fullmatch(t):
-        return float(t)
+    if _FLOAT.fullmatch(t) and math.isfinite(f := float(t)):  # 1e999 stays text: JSON has no infinity
+        return f
     return text
 
 
 def typed(attr: Attribute, text: str):
     """A global's value as a Python value: by Caliper type, then by Adiak type (lists for ``set of``...)."""
     if attr.type in ("int", "uint", "addr"):
-        return int(text) if _INT.fullmatch(text.strip()) else guess(text)
+        return guess(text)
     if attr.type == "double":
         try:
-            return float(text)
+            value = float(text)
         except ValueError:
             return text
+        return value if math.isfinite(value) else text  # nan, inf: kept as written (JSON has neither)
     if attr.type == "bool":
         return text.strip().lower() in ("true", "1")
     adiak = attr.meta.get("adiak.type", "")

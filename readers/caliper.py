@@ -49,7 +49,8 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
+from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
+                                   check_frames, line_number, shown)
 from perflake.readers.cali_format import NAME_ATTR, PROP_ATTR, TYPE_ATTR, CaliFile, globals_of, parse
 
 _RENAME = {
@@ -72,6 +73,7 @@ class _Tree:
     def __init__(self):
         self.ids: dict[tuple, int] = {}
         self.keys: list[tuple] = []
+        self._grafted: dict[tuple[int, int], int] = {}
 
     def child(self, parent: int, type_: str, name: str, file=None, line=None, module=None) -> int:
         key = (parent, type_, name, file, line, module)
@@ -82,14 +84,19 @@ class _Tree:
         return fid
 
     def graft(self, base: int, frame: int) -> int:
-        """``frame``'s path re-created below ``base`` (a record referencing two nested chains)."""
-        path = []
+        """``frame``'s path re-created below ``base`` (a record referencing two nested chains); remembered, as
+        records repeat the same pair of chains and a path can be thousands of frames long."""
+        got = self._grafted.get((base, frame))
+        if got is not None:
+            return got
+        key_in, path = (base, frame), []
         while frame >= 0:
             key = self.keys[frame]
             path.append(key[1:])
             frame = key[0]
         for key in reversed(path):
             base = self.child(base, *key)
+        self._grafted[key_in] = base
         return base
 
     def table(self) -> pa.Table:
@@ -191,9 +198,12 @@ class _Builder:
             rank = extras.get("mpi.rank", 0)
             if rank != 0:
                 try:
-                    rank = int(rank)
+                    rank = int(rank) if len(rank) < 20 else -1
                 except ValueError:
-                    raise self.cf.error(lineno, f"mpi.rank {rank!r} is not an integer") from None
+                    raise self.cf.error(lineno, f"mpi.rank {shown(rank)} is not an integer") from None
+                if not 0 <= rank <= INT32_MAX:
+                    problem = f"mpi.rank {shown(extras['mpi.rank'])} is not a rank (0 to {INT32_MAX})"
+                    raise self.cf.error(lineno, problem)
         if sig.cols is None:
             sig.cols = [self._column(attrs[pos]) for pos in sig.metric_pos]
         sig.rows.append(len(self.row_frame))
@@ -217,7 +227,7 @@ class _Builder:
             frame = self.tree.child(frame, "memcpy", "memcpy")
         if _SAMPLER_FN in extras:
             file, _, line = extras.get(_SAMPLER_LOC, "").rpartition(":")
-            line_no = int(line) if line.isdigit() else None
+            line_no = line_number(line)
             frame = self.tree.child(frame, "function", extras[_SAMPLER_FN], file or None, line_no,
                                     extras.get(_SAMPLER_MOD))
         return frame
@@ -236,7 +246,7 @@ class _Builder:
                               if not _is_number(row[p]))
                 name = self.cf.attribute(sig.attrs[pos]).name
                 bad = sig.values[r][pos]
-                raise self.cf.error(sig.lines[r], f"value {bad!r} of {name} is not a number") from None
+                raise self.cf.error(sig.lines[r], f"value {shown(bad)} of {name[:80]} is not a number") from None
             numbers[np.isinf(numbers)] = np.nan
             out[np.asarray(sig.rows)[:, None], np.asarray(sig.cols)[None, :]] = numbers
         return out
@@ -337,7 +347,7 @@ class Reader:
         return ProfileRows(
             format=self.kind,
             source=path,
-            frames=b.tree.table(),
+            frames=check_frames(path, b.tree.table()),
             values=pa.table(values),
             metrics=metrics,
             metadata=metadata,

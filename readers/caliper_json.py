@@ -21,13 +21,16 @@ Format reference: ``shared/docs/formats.md`` section 3.  What this reader does:
   attributes and are skipped;
 * units: the column's ``attribute.unit``, else ``nsec`` for ``*.ns``, else time is ``usec`` before Caliper 2
   (no ``cali.caliper.version`` global) and ``sec`` after (B.21);
-* extra top-level keys are run metadata, typed: integers, floats, ``[a,b]`` lists (B.16; 4.5).
+* extra top-level keys are run metadata, typed: integers, floats, ``[a,b]`` lists (B.16; 4.5); JSON's NaN and
+  Infinity stay text.  A string holding an unpaired surrogate (``"\\ud800"``) is refused: it is not text.
 
 Speed and memory: the rows are parsed block by block into float64 columns (readers/caliper_json_rows.py).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 
@@ -35,7 +38,8 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
+from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows, check_frames,
+                                   line_number, shown)
 from perflake.readers.caliper_json_rows import HEAD as _HEAD, KEYS, load
 
 _KEY_RES = {k: re.compile(rb'"' + k.encode() + rb'"\s*:') for k in KEYS}
@@ -52,17 +56,40 @@ _SCAN, _OVERLAP = 4 << 20, 4096
 
 
 def _typed(value):
-    """A global's value: int, float, list of strings (``[a,b]``, formats.md 4.5) or the string itself."""
+    """A global's value: int, float, list of strings (``[a,b]``, formats.md 4.5) or the string itself.
+
+    JSON's NaN and Infinity (which Python's json accepts) are kept as text: the catalog stores strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, (list, dict)) and not _strict_json(value):
+        return json.loads(json.dumps(value), parse_constant=str)
     if not isinstance(value, str):
         return value
     s = value.strip()
-    if _INT_RE.match(s):
+    if _INT_RE.match(s) and len(s) < 4300:  # Python refuses longer decimal conversions
         return int(s)
-    if _FLOAT_RE.match(s):
-        return float(s)
+    if _FLOAT_RE.match(s) and math.isfinite(f := float(s)):  # 1e999 stays text: JSON has no infinity
+        return f
     if s[:1] == "[" and s[-1:] == "]":
         return [p.strip() for p in s[1:-1].split(",")] if s[1:-1].strip() else []
     return value
+
+
+def _check_unicode(path: str, doc: dict) -> None:
+    """Refuse unpaired surrogates (``"\\ud800"``, or such bytes decoded by json): no valid text holds them."""
+    try:
+        json.dumps({k: v for k, v in doc.items() if k != "data"}, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[max(exc.start - 20, 0) : exc.end + 20].encode("utf-8", "backslashreplace").decode()
+        raise ReaderError(path, f"a string holds an unpaired surrogate, which is not text: {shown(bad)}") from None
+
+
+def _strict_json(value) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _role(name: str) -> str:
@@ -93,7 +120,7 @@ def _floats(path: str, title: str, cells, strict: bool):
         return pa.array(cells, type=pa.float64()).to_numpy(zero_copy_only=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
         if strict:
-            raise ReaderError(path, f"column {title!r}: cells must be numbers or null") from None
+            raise ReaderError(path, f"column {shown(title)}: cells must be numbers or null") from None
         return None
 
 
@@ -106,7 +133,8 @@ def _indices(path: str, title: str, cells, n_nodes: int) -> np.ndarray:
     i[nan] = -1
     bad = ~nan & ((f < -1) | (f >= min(n_nodes, 2**31 - 1)) | (i != f))
     if bad.any():
-        raise ReaderError(path, f"column {title!r}: cell {f[bad][0]:g} is not a node index (the file has {n_nodes} nodes)")
+        raise ReaderError(path, f"column {shown(title)}: cell {f[bad][0]:g} is not a node index "
+                                f"(the file has {n_nodes} nodes)")
     return i
 
 
@@ -119,7 +147,7 @@ def _nodes(path: str, nodes: list):
         p = nd.get("parent")
         if p is not None:
             if not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < i:
-                raise ReaderError(path, f"node {i}: parent {p!r} is not the index of an earlier node")
+                raise ReaderError(path, f"node {i}: parent {shown(p)} is not the index of an earlier node")
             parents[i] = p
         label = nd.get("label")
         labels.append("" if label is None else str(label))
@@ -160,7 +188,7 @@ def _location(label: str) -> tuple[str, str | None, int | None]:
     """``file:line`` -> (name ``<basename>:<line>``, file, line); ``UNKNOWN:0`` has no file and no line."""
     file, _, line = label.rpartition(":") if ":" in label else (label, "", "")
     known = file not in ("", "UNKNOWN")
-    return f"{os.path.basename(file)}:{line}", file if known else None, int(line) if known and line.isdigit() else None
+    return f"{os.path.basename(file)}:{line}", file if known else None, line_number(line) if known else None
 
 
 def _frames(labels, parents, node_cols, order, nid, located, module):
@@ -238,6 +266,7 @@ class Reader:
         if not os.path.isfile(path):
             raise ReaderError(path, "a Caliper json-split profile is a file")
         doc, cells = load(path)
+        _check_unicode(path, doc)
         titles, colmeta = doc["columns"], doc["column_metadata"]
         labels, parents, node_cols = _nodes(path, doc["nodes"])
         col = {t: i for i, t in reversed(list(enumerate(titles)))}
@@ -276,7 +305,7 @@ class Reader:
         metrics, values = self._metrics(path, titles, colmeta, cells, rows, metadata, hier)
         table = {"local_id": local.astype(np.int32), "rank": rank, "thread": np.zeros(n_rows, np.int32),
                  **{m.name: v for m, v in zip(metrics, values)}}
-        return ProfileRows(format=self.kind, source=path, frames=frames, values=pa.table(table),
+        return ProfileRows(format=self.kind, source=path, frames=check_frames(path, frames), values=pa.table(table),
                            metrics=metrics, metadata=metadata, reader_version=self.version)
 
     @staticmethod

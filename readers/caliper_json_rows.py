@@ -82,8 +82,14 @@ def _load(path: str):
     try:
         doc = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise ReaderError(path, f"not valid JSON (truncated?): {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except (ValueError, RecursionError) as exc:
+        what = exc.msg.removesuffix(" at")  # "Invalid control character at"
+        where = f"at line {exc.lineno} column {exc.colno}"
+        raise ReaderError(path, f"not valid JSON (truncated?): {what} {where}") from None
+    except RecursionError:
+        raise ReaderError(path, "not valid JSON for perflake: arrays or objects nested too deeply") from None
+    except UnicodeDecodeError as exc:
+        raise ReaderError(path, f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}") from None
+    except ValueError as exc:
         raise ReaderError(path, f"not valid JSON: {exc}") from None
     _check(path, doc)
     return doc, _json_cells(path, doc["data"], len(doc["columns"]))

@@ -10,7 +10,7 @@ Format reference: ``shared/docs/formats.md`` section 1.  What this reader does:
   number of threads per rank;
 * metric-db values start at the XML's ``db-header-sz`` plus the two u32 counts (Hatchet hard-codes byte 32:
   formats.md B.4); the file size is checked against the counts; ``b`` (big-endian) and ``l`` flags are honoured;
-  values are read with one ``numpy.frombuffer`` per file;
+  values are read with one ``numpy.frombuffer`` per file; an infinite value (a damaged file) becomes NaN;
 * one metric per MetricDB column, in ascending ``i``: ``CPUTIME (usec|sec) (E)``/``(I)`` are named ``time`` and
   ``time (inc)`` as Hatchet does, others keep their name; role from ``t`` (or the ``(I)``/``(E)`` suffix), pair
   from ``partner``, unit from the name (``usec``) or else the MetricTable's ``units`` Info;
@@ -26,6 +26,7 @@ Format reference: ``shared/docs/formats.md`` section 1.  What this reader does:
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -33,7 +34,8 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
+from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
+                                   check_frames, shown)
 from perflake.readers.hpctoolkit_xml import TYPES, ParsedExperiment, parse_experiment
 
 MAGIC = b"HPCPROF-metricdb__"
@@ -42,7 +44,7 @@ _FILE_RE = re.compile(r"-(\d+)-(\d+)-([0-9A-Fa-f]+)-(\d+)-(\d+)\.metric-db$")
 _TIME_RE = re.compile(r"^CPUTIME \((?:usec|sec)\) \(([IE])\)$")
 _UNIT_RE = re.compile(r"\(([mun]?sec)\)")
 _SUMMARY_RE = re.compile(r":[A-Za-z]+(?= \([IE]\)$)")  # "CPUTIME (usec):Sum (I)" -> "CPUTIME (usec) (I)"
-_NUM_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+_NUM_RE = re.compile(r"^[+-]?(\d+(?:\.\d*)?|\.\d+)([eE][+-]?\d+)?$")  # unambiguous: linear on long digit runs
 
 
 def _metric_db_files(path: str) -> list[str]:
@@ -55,7 +57,10 @@ def _metric_db_files(path: str) -> list[str]:
 def _typed(value):
     if isinstance(value, str) and _NUM_RE.match(value.strip()):
         v = float(value)
-        return int(v) if v.is_integer() and "." not in value and "e" not in value.lower() else v
+        if not math.isfinite(v):  # beyond the float range: kept as written (JSON has no infinity)
+            return value
+        integral = v.is_integer() and "." not in value and "e" not in value.lower() and len(value) < 4300
+        return int(value) if integral else v
     return value
 
 
@@ -96,9 +101,11 @@ class Reader:
         dbs = sorted(exp.metric_dbs, key=lambda d: _int(xml, d, "i"))
         metrics = _metrics(exp, dbs)
         columns = [_int(xml, d, "db-id") if "db-id" in d else k for k, d in enumerate(dbs)]
+        if columns and min(columns) < 0:
+            raise ReaderError(xml, f"<MetricDB> db-id {min(columns)} is negative")
         header_sz = {d.get("db-header-sz", "24") for d in dbs}
         if len(header_sz) != 1:
-            raise ReaderError(xml, f"MetricDB entries disagree on db-header-sz: {sorted(header_sz)}")
+            raise ReaderError(xml, f"MetricDB entries disagree on db-header-sz: {shown(sorted(header_sz))}")
         header_sz = _int(xml, dbs[0], "db-header-sz", default=24)
         locations = _locations(path)
         xml_id = _ints(exp.xml_id)
@@ -110,7 +117,9 @@ class Reader:
             values[k] = table[rows, columns]
             values[k, no_id] = np.nan
         exclusive = [j for j, m in enumerate(metrics) if m.role == EXCLUSIVE]
-        _make_exclusive_additive(values, _ints(exp.stmt_scope), _ints(exp.stmt_node), exclusive)
+        with np.errstate(over="ignore", invalid="ignore"):  # damaged values: inf - inf, 1e308 + 1e308
+            _make_exclusive_additive(values, exp, exclusive)
+        values[np.isinf(values)] = np.nan  # an infinity is no measurement
         table = {
             "local_id": pa.array(np.tile(np.arange(n, dtype=np.int32), nf)),
             "rank": pa.array(np.repeat(np.asarray([loc["rank"] for loc in locations], np.int32), n)),
@@ -121,7 +130,7 @@ class Reader:
         return ProfileRows(
             format=self.kind,
             source=path,
-            frames=_frames(exp),
+            frames=check_frames(path, _frames(exp)),
             values=pa.table(table),
             metrics=metrics,
             metadata=_metadata(exp, locations),
@@ -136,7 +145,8 @@ def _int(xml: str, attrs: dict, key: str, default: int | None = None) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):
-        raise ReaderError(xml, f"<MetricDB n={attrs.get('n')!r}>: {key}={value!r} is not an integer") from None
+        problem = f"<MetricDB n={shown(attrs.get('n'))}>: {key}={shown(value)} is not an integer"
+        raise ReaderError(xml, problem) from None
 
 
 def _metrics(exp: ParsedExperiment, dbs: list[dict]) -> list[Metric]:
@@ -169,6 +179,9 @@ def _locations(path: str) -> list[dict]:
         if not m:
             raise ReaderError(f, "file name does not end in -<rank>-<thread>-<hostid>-<pid>-<generation>.metric-db")
         rank, thread = int(m.group(1)), int(m.group(2))
+        if rank > INT32_MAX or thread > INT32_MAX:
+            what = f"rank {rank}" if rank > INT32_MAX else f"thread {thread}"
+            raise ReaderError(f, f"{what} (from the file name) is beyond {INT32_MAX}")
         if (rank, thread) in seen:
             raise ReaderError(f, f"rank {rank} thread {thread} is also in {os.path.basename(seen[rank, thread])}")
         seen[rank, thread] = f
@@ -209,15 +222,37 @@ def _ints(a) -> np.ndarray:
     return np.frombuffer(a, dtype=a.typecode) if len(a) else np.zeros(0, dtype=a.typecode)
 
 
-def _make_exclusive_additive(values: np.ndarray, scope: np.ndarray, stmt: np.ndarray, columns: list[int]) -> None:
-    """Subtract every statement's exclusive value from each PF/Pr/L scope that encloses it (in place)."""
-    if not len(scope) or not columns:
+def _make_exclusive_additive(values: np.ndarray, exp: ParsedExperiment, columns: list[int]) -> None:
+    """Subtract every statement's exclusive value from each PF/Pr/L scope that encloses it up to its procedure
+    frame (in place).  The sums go up the chains of scopes one nesting level at a time, deepest first."""
+    stmt, owner = _ints(exp.stmt_node), _ints(exp.stmt_owner)
+    inside = owner >= 0
+    if not inside.any() or not columns:
         return
-    order = np.argsort(scope, kind="stable")
-    scope, stmt = scope[order], stmt[order]
-    starts = np.flatnonzero(np.r_[True, scope[1:] != scope[:-1]])
-    for j in columns:
-        values[:, scope[starts], j] -= np.add.reduceat(values[:, stmt, j], starts, axis=1)
+    scope, up = _ints(exp.scope_node), _ints(exp.scope_parent)
+    exc = np.moveaxis(values[:, :, columns], 1, 0)  # (node, location, column)
+    total = np.zeros_like(exc)  # per node: the exclusive values of the statements its chains enclose
+    np.add.at(total, owner[inside], exc[stmt[inside]])
+    level = _chain_levels(scope, up, len(exc))
+    for d in range(int(level.max(initial=0)), 0, -1):
+        at = level == d
+        np.add.at(total, up[at], total[scope[at]])
+    values[:, :, columns] -= np.moveaxis(total, 0, 1)
+
+
+def _chain_levels(scope: np.ndarray, up: np.ndarray, n: int) -> np.ndarray:
+    """The nesting level of each scope in its chain (0 for a procedure frame), by pointer jumping: O(log depth)
+    vectorised rounds instead of a walk per scope."""
+    position = np.full(n, -1, np.int64)
+    position[scope] = np.arange(len(scope))
+    anc = np.where(up >= 0, position[np.maximum(up, 0)], -1)  # the next link of each scope's chain
+    level = (anc >= 0).astype(np.int64)  # links from the scope to anc
+    while (live := anc >= 0).any():
+        idx = np.flatnonzero(live)
+        nxt = anc[idx]
+        level[idx] += level[nxt]
+        anc[idx] = anc[nxt]
+    return level
 
 
 def _frames(exp: ParsedExperiment) -> pa.Table:

@@ -27,7 +27,8 @@ Format reference: ``shared/docs/formats.md`` section 2; the binary decoding is i
   (inclusive), any other scope -> ``<m> (<scope>)`` (role other), each scope its own column (B.9).  Units
   from the ``(unit)`` suffix (``sec`` -> ``seconds``, ``B`` -> ``bytes``).  Metrics without any stored
   value get no column (all are listed in ``hpctoolkit.metrics`` with their columns).  Values not stored
-  (HPCToolkit stores no zeros) are null, never NaN, so merged sibling nodes sum correctly.
+  (HPCToolkit stores no zeros) are null, never NaN, so merged sibling nodes sum correctly; so is an infinite
+  value (a damaged file).
 * **The summary profile** (profile 0, values keyed by statMetricId) is kept at location rank = -1,
   thread = -1 in *separate* columns named ``<combine>(<column>)`` (``sum(time (inc))``; a formula other
   than ``$$`` is written out with ``$$`` replaced), role other.  Per-location columns are null at rank -1
@@ -49,13 +50,13 @@ import pyarrow as pa
 
 from perflake.errors import ReaderError
 from perflake.readers import hpctoolkit_v4_sections as sec
-from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
+from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
+                                   check_frames)
 
 GPU_THREAD_BASE = 10000
 SUMMARY_RANK = -1
 ROOT_NAME, MISSING_ROOT = "<program root>", "<contexts missing from meta.db>"
 _FILE_NAMES = {b"meta": "meta.db", b"prof": "profile.db", b"ctxt": "cct.db"}
-_UNIT_RE = re.compile(r"^(.*?)\s*\(([^()]*)\)$")
 _UNITS = {"sec": "seconds", "B": "bytes"}
 _TIME_NAMES = {"cputime": "time", "realtime": "time", "cycles": "time"}
 _MPI_RE = re.compile(r"^(P?MPI_[A-Za-z0-9_]+)")
@@ -90,13 +91,24 @@ def _db_files(path: str) -> dict[bytes, str]:
     return found
 
 
+def _split_unit(raw: str) -> tuple[str, str | None]:
+    """``"CPUTIME (sec)"`` -> ``("CPUTIME", "sec")``; ``(raw, None)`` without a final ``(...)`` (string methods:
+    the regex ``^(.*?)\s*\(([^()]*)\)$`` takes quadratic time on a long run of blanks)."""
+    body = raw[:-1] if raw.endswith("\n") else raw  # "$" also matches before a final newline
+    i = body.rfind("(")
+    if body.endswith(")") and i >= 0 and ")" not in body[i + 1 : -1]:
+        base = body[:i].rstrip()
+        if "\n" not in base:  # "." does not match a newline
+            return base, body[i + 1 : -1]
+    return raw, None
+
+
 def _metric_columns(metrics: list[dict]) -> tuple[list[Metric], dict[int, str], dict[int, str], list[dict]]:
     """Metric columns, propMetricId -> column, statMetricId -> summary column, metadata descriptions."""
     out, prop, stat, described, used, summaries = [], {}, {}, [], set(), []
     for md in metrics:
         raw = md["name"] or "metric"
-        m = _UNIT_RE.match(raw)
-        base, unit = (m.group(1), m.group(2)) if m else (raw, None)
+        base, unit = _split_unit(raw)
         unit = _UNITS.get(unit, unit)
         base = _TIME_NAMES.get(base.lower(), base.lower())
         if base in used:  # two metrics with the same Hatchet name: the later one keeps its raw name
@@ -128,7 +140,7 @@ def _metric_columns(metrics: list[dict]) -> tuple[list[Metric], dict[int, str], 
     return sorted(out, key=order) + sorted(summaries, key=order), prop, stat, described
 
 
-def _locations(meta: sec.Meta, infos: list[dict]) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+def _locations(meta: sec.Meta, infos: list[dict], path: str) -> tuple[np.ndarray, np.ndarray, list[dict]]:
     """(rank of each profile, thread of each profile, metadata records)."""
     kinds = meta.kinds
     kind_name = lambda k: kinds[k] if k < len(kinds) else f"KIND{k}"  # noqa: E731
@@ -143,6 +155,9 @@ def _locations(meta: sec.Meta, infos: list[dict]) -> tuple[np.ndarray, np.ndarra
             rank[i], thread[i] = SUMMARY_RANK, -1 - n_summary
             n_summary += 1
         else:
+            big = next((k for k in ("RANK", "THREAD") if not 0 <= value.get(k, 0) <= INT32_MAX), None)
+            if big:
+                raise ReaderError(path, f"damaged: profile {i} has {big} id {value[big]}, beyond {INT32_MAX}")
             rank[i] = value.get("RANK", 0)
             below = {k for k, *_ in ids} - {"NODE", "RANK", "CORE", "SUMMARY"}
             cpu = value.get("THREAD", 0) if below <= {"THREAD"} else None  # no id below RANK: thread 0
@@ -241,6 +256,16 @@ def _values(prof: sec.Profiles, local: np.ndarray, n_local: int, metrics: list[M
     return pa.table(values), [metrics[j] for j in keep]
 
 
+def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``values[i]`` for each wanted key equal to ``keys[i]``, -1 for the others (sorted search: ctxIds are
+    u32, so a table indexed by id could need 32 GB for a damaged file)."""
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    pos = np.minimum(np.searchsorted(sorted_keys, wanted), max(len(keys) - 1, 0))
+    hit = sorted_keys[pos] == wanted if len(keys) else np.zeros(len(wanted), bool)
+    return np.where(hit, values[order][pos], -1)
+
+
 class Reader:
     kind = "hpctoolkit_v4"
     version = "1"
@@ -270,17 +295,13 @@ class Reader:
 
         # contexts: program root 0, tree contexts 1..n_tree-1, then the placeholders
         tree_ids = np.asarray(meta.contexts.ctx_id, dtype=np.int64)
-        top = int(max(tree_ids.max(initial=0), prof.ctx.max(initial=0)))
-        lookup = np.full(top + 1, -1, np.int64)
         if np.unique(tree_ids).size != tree_ids.size or (tree_ids == 0).any():
             raise ReaderError(found[b"meta"], "damaged: a ctxId is 0 or appears twice in the context tree")
-        lookup[tree_ids] = np.arange(1, n_tree, dtype=np.int64)
-        lookup[0] = 0
-        local = lookup[prof.ctx]
-        missing = np.unique(prof.ctx[local < 0])
+        ctx = prof.ctx.astype(np.int64)
+        local = _lookup(np.r_[0, tree_ids], np.arange(n_tree, dtype=np.int64), ctx)  # ctxId 0: the program root
+        missing = np.unique(ctx[local < 0])
         if missing.size:
-            lookup[missing] = np.arange(n_tree + 1, n_tree + 1 + missing.size)
-            local = lookup[prof.ctx]
+            local = np.where(local < 0, n_tree + 1 + np.searchsorted(missing, ctx), local)
             cols["parent_local"] += [-1] + [n_tree] * missing.size
             cols["name"] += [MISSING_ROOT] + [f"<unknown context {int(x)}>" for x in missing]
             cols["type"] += ["unknown"] * (missing.size + 1)
@@ -291,9 +312,10 @@ class Reader:
                            "parent_local": pa.array(np.asarray(cols["parent_local"], np.int32)),
                            **{k: cols[k] for k in ("name", "type", "file", "line")},
                            "end_line": pa.nulls(n_local, pa.int64()), "module": cols["module"]}, schema=FRAME_SCHEMA)
+        check_frames(found[b"meta"], frames)
 
         metrics, prop, stat, described = _metric_columns(meta.metrics)
-        rank, thread, records = _locations(meta, prof.infos)
+        rank, thread, records = _locations(meta, prof.infos, found[b"prof"])
         values, metrics = _values(prof, local, n_local, metrics, prop, stat, rank, thread, found[b"prof"])
 
         hosts = sorted({t["physical_id"] for r in records for t in r["id_tuple"] if t["kind"] == "NODE"})

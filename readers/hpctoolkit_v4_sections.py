@@ -311,5 +311,7 @@ def read_profiles(path: str) -> Profiles:
     if not infos:
         raise ReaderError(path, "damaged: no profiles (not even the summary profile)")
     cat = [np.concatenate([p[k] for p in parts]) if parts else np.empty(0) for k in range(4)]
-    return Profiles(infos, cat[0], cat[1].astype(np.uint32), cat[2].astype(np.uint16), cat[3].astype(np.float64),
-                    f"{b.major}.{b.minor}")
+    value = cat[3].astype(np.float64)
+    if np.isinf(value).any():  # an infinity is no measurement (damaged file): NaN, stored as null
+        value = np.where(np.isinf(value), np.nan, value)
+    return Profiles(infos, cat[0], cat[1].astype(np.uint32), cat[2].astype(np.uint16), value, f"{b.major}.{b.minor}")

@@ -21,8 +21,10 @@ Tree building (who becomes a node, how it is named):
 * ``<unknown file>...`` / ``<unknown load module>`` become a null file/module and line 0 a null line; names keep
   Hatchet's spelling (``<unknown file>:0``).
 
-For every statement the parser records the PF/Pr/L scopes it is nested in up to its procedure frame
-(``stmt_scope``/``stmt_node``), which is what the reader needs to make HPCToolkit's nested exclusive values additive.
+For every statement the parser records its innermost enclosing PF/Pr/L scope (``stmt_owner``), and for every
+scope the next enclosing one up to its procedure frame (``scope_parent``): the chains of scopes the reader needs
+to make HPCToolkit's nested exclusive values additive, in memory linear in the tree (a list of every enclosing
+scope per statement would grow with the square of the nesting depth).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 from xml.parsers import expat
 
 from perflake.errors import ReaderError
+from perflake.readers.base import shown
 
 CHUNK = 1 << 20
 TYPES = ("function", "loop", "statement")  # ParsedExperiment.type codes
@@ -65,27 +68,31 @@ class ParsedExperiment:
     end_line: array = field(default_factory=lambda: array("q"))
     module: list[str | None] = field(default_factory=list)
     xml_id: array = field(default_factory=lambda: array("q"))  # CCT id ``i`` (metric-db row = id - 1), 0 when absent
-    stmt_scope: array = field(default_factory=lambda: array("i"))  # (enclosing PF/Pr/L node, statement node) pairs
-    stmt_node: array = field(default_factory=lambda: array("i"))
+    stmt_node: array = field(default_factory=lambda: array("i"))  # statement nodes
+    stmt_owner: array = field(default_factory=lambda: array("i"))  # their innermost PF/Pr/L, -1 for none
+    scope_node: array = field(default_factory=lambda: array("i"))  # PF/Pr/L nodes
+    scope_parent: array = field(default_factory=lambda: array("i"))  # the next enclosing one up to the PF, or -1
 
 
 def _lines(value: str | None) -> tuple[int, int]:
-    """``l`` attribute -> (first line, last line); 0 for unknown (HPCToolkit's own "0", absent, garbage)."""
-    if value is not None and value.isdigit():
+    """``l`` attribute -> (first line, last line); 0 for unknown (HPCToolkit's own "0", absent, garbage, or a
+    number beyond int64)."""
+    if value is not None and value.isascii() and value.isdigit() and len(value) < 19:
         return int(value), 0
     m = _INT_RE.match(value or "")
-    if not m:
+    if not m or len(m.group(1)) > 18 or len(m.group(2) or "") > 18:
         return 0, 0
     return max(int(m.group(1)), 0), max(int(m.group(2) or 0), 0)
 
 
 def _prefix_line(value: str | None) -> str | None:
     m = _INT_RE.match(value or "")
-    return m.group(1) if m and int(m.group(1)) != 0 else None
+    return m.group(1) if m and len(m.group(1)) < 19 and int(m.group(1)) != 0 else None
 
 
 class _Handler:
-    """expat callbacks; ``ctx`` stack entries are (parent node, scope file, scope chain, call-site line)."""
+    """expat callbacks; ``ctx`` stack entries are (parent node, scope file, innermost scope of the chain or -1,
+    call-site line)."""
 
     def __init__(self, path: str):
         self.path = path
@@ -102,11 +109,11 @@ class _Handler:
 
     # -- safety ----------------------------------------------------------------------------------------
     def entity_decl(self, name, *_args):
-        raise ReaderError(self.path, f"entity declaration <!ENTITY {name} ...> refused (no entity expansion)")
+        raise ReaderError(self.path, f"entity declaration <!ENTITY {name[:40]} ...> refused (no entity expansion)")
 
     def doctype(self, name, sysid, pubid, _has_internal):
         if sysid or pubid:
-            raise ReaderError(self.path, f"external DTD {sysid or pubid!r} refused (no external resources)")
+            raise ReaderError(self.path, f"external DTD {shown(sysid or pubid)} refused (no external resources)")
 
     # -- elements --------------------------------------------------------------------------------------
     def start(self, tag: str, attrs: dict):
@@ -115,7 +122,7 @@ class _Handler:
             self._cct(tag, attrs)
         elif not self.seen_root:
             if tag != "HPCToolkitExperiment":
-                raise ReaderError(self.path, f"root element is <{tag}>, not <HPCToolkitExperiment>")
+                raise ReaderError(self.path, f"root element is <{tag[:40]}>, not <HPCToolkitExperiment>")
             self.seen_root = True
             self.out.version = attrs.get("version")
         elif tag in self.tables and tags and tags[-1] == tag + "Table":
@@ -129,7 +136,7 @@ class _Handler:
             self._nv(attrs)
         elif tag == "SecCallPathProfileData":
             self.in_data = True
-            self.ctx.append((-1, None, (), None))
+            self.ctx.append((-1, None, -1, None))
         elif tag == "Header":
             self.out.program = attrs.get("n")
         elif tag == "SecCallPathProfile":
@@ -178,8 +185,9 @@ class _Handler:
         nid = len(o.parent)
         try:
             o.xml_id.append(int(attrs.get("i", 0)))
-        except ValueError:
-            raise ReaderError(self.path, f"<{tag}> has a non-integer id i={attrs.get('i')!r}") from None
+        except (ValueError, OverflowError):  # not a number, or not an int64
+            problem = f"<{tag}> has an id i={shown(attrs.get('i'))} that is not a 64-bit integer"
+            raise ReaderError(self.path, problem) from None
         o.parent.append(parent)
         o.name.append(self.names.setdefault(name, name))
         o.type.append(kind)
@@ -189,8 +197,12 @@ class _Handler:
         o.module.append(self._known(module))
         return nid
 
+    def _scope(self, nid: int, up: int) -> None:
+        self.out.scope_node.append(nid)
+        self.out.scope_parent.append(up)
+
     def _cct(self, tag: str, attrs: dict):
-        parent, sfile, chain, cline = ctx = self.ctx[-1]
+        parent, sfile, owner, cline = ctx = self.ctx[-1]
         if tag == "M":
             if len(self.ctx) == 1:  # summary values of the implicit root (node id 1)
                 self.out.totals[attrs.get("n", "")] = attrs.get("v")
@@ -198,27 +210,29 @@ class _Handler:
         elif tag == "S":
             nid = self._node(tag, parent, f"{self._basename(sfile)}:{attrs.get('l', '0')}", STATEMENT, sfile,
                              _lines(attrs.get("l")), None, attrs)
-            self.out.stmt_scope.extend(chain)
-            self.out.stmt_node.extend([nid] * len(chain))
-            self.ctx.append((nid, sfile, chain, None))
+            self.out.stmt_node.append(nid)
+            self.out.stmt_owner.append(owner)
+            self.ctx.append((nid, sfile, owner, None))
         elif tag == "C":
-            self.ctx.append((parent, sfile, (), _prefix_line(attrs.get("l"))))
+            self.ctx.append((parent, sfile, -1, _prefix_line(attrs.get("l"))))
         elif tag in ("PF", "Pr"):
             name = self._lookup("Procedure", attrs.get("n")) or ""
             file = self._lookup("File", attrs.get("f"))
             if tag == "Pr" and not name:
-                self.ctx.append((parent, file or sfile, chain, None))
+                self.ctx.append((parent, file or sfile, owner, None))
                 return
             if tag == "PF" and cline is not None:
                 name = f"{cline}:{name}"
             nid = self._node(tag, parent, name, FUNCTION, file, _lines(attrs.get("l")),
                              self._lookup("LoadModule", attrs.get("lm")), attrs)
-            self.ctx.append((nid, file, (nid,) if tag == "PF" else chain + (nid,), None))
+            self._scope(nid, -1 if tag == "PF" else owner)  # a procedure frame starts a chain
+            self.ctx.append((nid, file, nid, None))
         elif tag == "L":
             file = self._lookup("File", attrs.get("f")) or sfile
             nid = self._node(tag, parent, f"Loop@{self._basename(file)}:{attrs.get('l', '0')}", LOOP, file,
                              _lines(attrs.get("l")), None, attrs)
-            self.ctx.append((nid, file, chain + (nid,), None))
+            self._scope(nid, owner)
+            self.ctx.append((nid, file, nid, None))
         else:  # A and anything unknown: transparent
             self.ctx.append(ctx)
 

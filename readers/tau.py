@@ -11,13 +11,15 @@ Format reference: ``shared/docs/formats.md`` section 5.  What this reader does:
 * a callpath truncated by ``TAU_CALLPATH_DEPTH`` (its first frame is not the root) hangs under the root;
 * every ``MULTI__X`` folder adds the metric ``X`` (exclusive) and ``X (inc)``; ``TIME``/``CPU_TIME`` are
   named ``time``; ``Calls`` and ``Subrs`` come from the first metric folder;
-* values are floats everywhere (the root too: B.22);
+* values are floats everywhere (the root too: B.22); an infinite value (``inf``, or a number beyond the
+  float range) is no measurement and becomes NaN, as in the Caliper readers;
 * the metadata XML of line 2 (of rank 0's first file) becomes run metadata, values typed.
 """
 
 from __future__ import annotations
 
 import io
+import math
 import os
 import re
 from html import unescape
@@ -27,12 +29,12 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from perflake.errors import ReaderError
-from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
+from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
+                                   check_frames, shown)
 from perflake.readers.tau_frames import parse_frame
 
 _PROFILE_RE = re.compile(r"^profile\.(\d+)\.(\d+)\.(\d+)$")
 _HEADER_RE = re.compile(rb"^\s*(\d+)\s+templated_functions(?:_MULTI_(\S+))?")
-_ATTR_RE = re.compile(r"<attribute><name>(.*?)</name><value>(.*?)</value></attribute>", re.S)
 _INT_RE = re.compile(r"^[+-]?\d+$")
 _FLOAT_RE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 _TIME_METRICS = {"TIME": "time", "CPU_TIME": "time"}
@@ -68,9 +70,26 @@ def _typed(value: str):
             return int(v)
         except ValueError:  # pragma: no cover - regex guarantees digits
             return v
-    if _FLOAT_RE.match(v):
-        return float(v)
+    if _FLOAT_RE.match(v) and math.isfinite(f := float(v)):  # 1e999 stays text: JSON has no infinity
+        return f
     return value
+
+
+def _metadata(text: str) -> dict:
+    """The ``<attribute><name>..</name><value>..</value></attribute>`` pairs of the metadata line, typed.
+
+    Found with ``str.find``, piece by piece (the text between two ``<attribute>``), as the lazy regex
+    ``<name>(.*?)</name><value>(.*?)</value></attribute>`` would match them, in linear time: that regex rescans
+    the rest of the line from every unclosed tag, quadratic time on a damaged line."""
+    out = {}
+    for piece in text.split("<attribute>")[1:]:
+        if not piece.startswith("<name>"):
+            continue
+        name_end = piece.find("</name><value>", 6)
+        value_end = piece.find("</value></attribute>", name_end + 14) if name_end >= 0 else -1
+        if value_end >= 0:
+            out[unescape(piece[6:name_end])] = _typed(unescape(piece[name_end + 14 : value_end]))
+    return out
 
 
 class _Entries:
@@ -108,7 +127,7 @@ def _parse_file(path: str, want_metadata: bool) -> _Entries:
     if len(lines) < 2 or not lines[1].startswith("#"):
         raise ReaderError(path, "line 2 should be the '# Name Calls Subrs Excl Incl ProfileCalls' legend")
     if want_metadata:
-        out.metadata = {unescape(k): _typed(unescape(v)) for k, v in _ATTR_RE.findall(lines[1])}
+        out.metadata = _metadata(lines[1])
         metric_name = out.metadata.get("Metric Name")
         if isinstance(metric_name, str):
             out.metric = metric_name
@@ -135,26 +154,35 @@ def _floats(path: str, strings: list[str], what: str) -> np.ndarray:
         return np.array(strings, dtype=np.float64)
     except ValueError:
         bad = next(s for s in strings if not _FLOAT_RE.match(s.strip()) and s.strip().lower() not in ("nan", "inf", "-inf"))
-        raise ReaderError(path, f"{what} value {bad!r} is not a number") from None
+        raise ReaderError(path, f"{what} value {shown(bad)} is not a number") from None
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    """An infinity (``inf`` written by a broken timer, or an overflowing number) is no measurement: NaN."""
+    inf = np.isinf(values)
+    return np.where(inf, np.nan, values) if inf.any() else values
 
 
 class _TreeBuilder:
-    """Assigns local ids to call paths (tuples of frame strings), creating missing ancestors."""
+    """Assigns local ids to call paths (tuples of frame strings), creating missing ancestors.
+
+    Nodes are keyed by (parent id, frame): time and memory stay linear in the path length, however deep a
+    callpath entry is (keys of whole paths, or a recursion per frame, would not)."""
 
     def __init__(self):
-        self.ids: dict[tuple[str, ...], int] = {}
+        self.ids: dict[tuple[int, str], int] = {}
         self.parent: list[int] = []
         self.leaf: list[str] = []
         self._raw: dict[tuple[str, bool], int] = {}
 
     def node(self, path: tuple[str, ...]) -> int:
-        nid = self.ids.get(path)
-        if nid is None:
-            parent = self.node(path[:-1]) if len(path) > 1 else -1
-            nid = len(self.parent)
-            self.ids[path] = nid
-            self.parent.append(parent)
-            self.leaf.append(path[-1])
+        nid = -1
+        for frame in path:
+            parent, nid = nid, self.ids.get((nid, frame))
+            if nid is None:
+                nid = self.ids[parent, frame] = len(self.parent)
+                self.parent.append(parent)
+                self.leaf.append(frame)
         return nid
 
     def for_name(self, raw: str, root: str, callpath_mode: bool) -> int:
@@ -226,7 +254,10 @@ class Reader:
         path = os.fspath(path)
         if not os.path.isdir(path):
             raise ReaderError(path, "a TAU profile is a directory of profile.N.C.T files")
-        file_sets = [(metric, folder, _profile_files(folder)) for metric, folder in _metric_folders(path)]
+        try:
+            file_sets = [(metric, folder, _profile_files(folder)) for metric, folder in _metric_folders(path)]
+        except OSError as exc:  # an unreadable directory
+            raise ReaderError(exc.filename or path, f"cannot list: {exc.strerror or exc}") from None
         files = file_sets[0][2]
         if not files:
             raise ReaderError(path, "no profile.N.C.T files found")
@@ -235,6 +266,10 @@ class Reader:
                 missing = sorted(set(files) ^ set(other))[0]
                 raise ReaderError(folder, "profile.%d.%d.%d is in one MULTI__ folder but not in another" % missing)
         keys = sorted(files)
+        big = next((k for k in keys if k[0] > INT32_MAX or k[2] > INT32_MAX), None)
+        if big is not None:
+            what = f"rank {big[0]}" if big[0] > INT32_MAX else f"thread {big[2]}"
+            raise ReaderError(files[big], f"{what} (from the file name) is beyond {INT32_MAX}")
         locations = _locations(files)
         builder = _TreeBuilder()
         metrics: list[Metric] = []
@@ -265,7 +300,7 @@ class Reader:
         metrics += [Metric("Calls", OTHER, "count"), Metric("Subrs", OTHER, "count")]
         values = {"local_id": pa.array(first_ids), "rank": pa.array(columns["rank"]), "thread": pa.array(columns["thread"])}
         for m in metrics:
-            values[m.name] = pa.array(columns[m.name].astype(np.float64, copy=False))
+            values[m.name] = pa.array(_finite(columns[m.name].astype(np.float64, copy=False)))
         if any(c for _, c, _ in keys):
             metadata["tau.locations"] = [
                 {"node": n, "context": c, "thread": t, "rank": locations[(n, c, t)][0], "perflake_thread": locations[(n, c, t)][1]}
@@ -274,7 +309,7 @@ class Reader:
         return ProfileRows(
             format=self.kind,
             source=path,
-            frames=builder.frames(),
+            frames=check_frames(path, builder.frames()),
             values=pa.table(values),
             metrics=metrics,
             metadata=metadata,
@@ -304,7 +339,7 @@ def _body(path: str, data: bytes, want_metadata: bool):
     meta = {}
     if want_metadata:
         text = data[end1 + 1 : end2].decode("utf-8", errors="replace")
-        meta = {unescape(k): _typed(unescape(v)) for k, v in _ATTR_RE.findall(text)}
+        meta = _metadata(text)
         if isinstance(meta.get("Metric Name"), str):
             metric = meta["Metric Name"]
     return metric, meta, count, body

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import re
 
-_LOC_RE = re.compile(r"\s\[\{([^}]*)\}\s*\{(\d+)(?:,(\d+))?\}(?:-\{(\d+)(?:,(\d+))?\})?\]\s*$")
+from perflake.readers.base import line_number
+
+# `` [{file} {line,col}-{line,col}]`` at the end of a name, found in two linear steps: the tail from the
+# file's closing brace, then the leftmost `` [{`` after the brace before it (one regex searched from every
+# `` [{`` would rescan the name from each of them: quadratic time on a damaged name)
+_LOC_TAIL_RE = re.compile(r"\}\s*\{(\d+)(?:,(\d+))?\}(?:-\{(\d+)(?:,(\d+))?\})?\]\s*$")
+_LOC_HEAD_RE = re.compile(r"\s\[\{")
 
 
 def parse_frame(text: str) -> tuple[str, str | None, int | None, int | None, str | None]:
@@ -16,13 +22,13 @@ def parse_frame(text: str) -> tuple[str, str | None, int | None, int | None, str
     name = text.strip()
     file = module = None
     line = end_line = None
-    m = _LOC_RE.search(name)
-    if m:
-        file = m.group(1) or None
-        line = int(m.group(2))
-        if m.group(4) is not None:
-            end_line = int(m.group(4))
-        name = name[: m.start()].rstrip()
+    tail = _LOC_TAIL_RE.search(name) if name.endswith("]") else None
+    head = tail and _LOC_HEAD_RE.search(name, name.rfind("}", 0, tail.start()) + 1, tail.start())
+    if head:
+        file = name[head.end() : tail.start()] or None
+        line = line_number(tail.group(1))  # None when absurd (not an int64)
+        end_line = line_number(tail.group(3))
+        name = name[: head.start()].rstrip()
         if name.endswith(" C"):
             name = name[:-2].rstrip()
     if name.startswith("[UNWIND] ") and " [@] " in name:

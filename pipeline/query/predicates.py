@@ -1,4 +1,4 @@
-"""Predicates evaluated for all nodes at once: one boolean per node of the graph (pre-order positions).
+r"""Predicates evaluated for all nodes at once: one boolean per node of the graph (pre-order positions).
 
 The inputs are the dataframe's columns plus ``depth``, ``node_id`` (the 64-bit call-path id), ``is_leaf`` and the
 frame attributes that are not columns (``type``).  How a node with several rows (ranks, threads) is read:
@@ -12,15 +12,27 @@ A predicate that names an attribute the data does not have matches no node (Hatc
 Conditions of the wrong type (``STARTS WITH`` on a number, ``> 5`` on a string) raise QueryError at the token.
 Python callables (:class:`~perflake.query.model.Call`) are called once per node, with the row (a Series) or,
 for a dataframe indexed by node plus rank/thread, the DataFrame of the node's rows, as Hatchet does.
+
+Regular expressions (``=~``, object-dialect strings) are matched by RE2 (pyarrow's ``match_substring_regex``),
+whose time is linear in the text: a query such as ``=~ "(a+)+$"`` cannot backtrack for minutes over a long
+name as Python's ``re`` would.  The pattern keeps Python's meaning: ``re.match`` semantics (anchored at the
+start; ``fullregex`` is ``re.match(value + r"\Z")``); ``\Z``, ``\uXXXX``, ``\N{...}``, ``{,n}`` and the
+Unicode-aware ``\d \w \s`` (RE2's are ASCII-only) are translated.  Left as RE2 reads them: ``$`` matches only
+at the very end (Python's also before a final newline) and ``\b``, ``\W``/``\S`` inside ``[...]`` are ASCII.
+Constructs RE2 does not have (look-around, back-references, possessive quantifiers, ``(?x)``...) raise a
+QueryError.
 """
 
 from __future__ import annotations
 
 import operator
 import re
+import unicodedata
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pandas.api import types as ptypes
 
 from perflake.errors import QueryError
@@ -154,13 +166,10 @@ def _test(cond: Cond, s: pd.Series, source) -> np.ndarray:
                "starts": lambda: strs.startswith(v, na=False),
                "ends": lambda: strs.endswith(v, na=False),
                "contains": lambda: strs.contains(v, regex=False, na=False),
-               "regex": lambda: strs.match(v, na=False),
-               "fullregex": lambda: strs.match(v + r"\Z", na=False)}[op]
-        try:
-            per_value = np.asarray(out(), dtype=bool)
-            return np.where(codes >= 0, per_value[np.maximum(codes, 0)] if len(per_value) else False, False)
-        except re.error as exc:
-            raise _fail(cond, f"bad regular expression {v!r}: {exc}", source) from None
+               "regex": lambda: _re2_match(u, v, cond, source),
+               "fullregex": lambda: _re2_match(u, v + r"\Z", cond, source)}[op]
+        per_value = np.asarray(out(), dtype=bool)
+        return np.where(codes >= 0, per_value[np.maximum(codes, 0)] if len(per_value) else False, False)
     if op in ("is_nan", "is_not_nan", "is_inf", "is_not_inf"):  # only numbers are NaN or infinite
         hit = np.zeros(len(s), bool)
         if kind == "num":
@@ -171,6 +180,61 @@ def _test(cond: Cond, s: pd.Series, source) -> np.ndarray:
         hit = np.zeros(len(s), bool) if kind == "num" else np.asarray(s.isna(), dtype=bool)
         return ~hit if op == "is_not_none" else hit
     raise _fail(cond, f"unknown operation {op!r}", source)
+
+
+# inside [...] each ends with a class escape, so that a following "-" stays a literal "-" as in Python
+_CLASS_ESCAPES = {"d": r"\p{Nd}", "D": r"\P{Nd}", "w": r"_\p{L}\p{N}", "s": r"\x{1c}-\x{1f}\x{85}\v\p{Z}\s"}
+_ESCAPES = {"d": r"\p{Nd}", "D": r"\P{Nd}", "w": r"[\p{L}\p{N}_]", "W": r"[^\p{L}\p{N}_]",
+            "s": r"[\s\v\p{Z}\x{1c}-\x{1f}\x{85}]", "S": r"[^\s\v\p{Z}\x{1c}-\x{1f}\x{85}]", "Z": r"\z"}
+_UNICODE_ESCAPE = re.compile(r"u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|N\{([^}]*)\}")
+_EMPTY_MIN = re.compile(r"\{,(\d*)\}")
+
+
+def python_to_re2(pattern: str) -> str:
+    """A Python ``re`` pattern rewritten for RE2 with the same meaning (see the module docstring)."""
+    out, i, n, klass = [], 0, len(pattern), None  # klass: index where the current [...] content starts
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            e = pattern[i + 1]
+            u = _UNICODE_ESCAPE.match(pattern, i + 1)
+            if u:
+                code = u.group(1) or u.group(2) or f"{ord(unicodedata.lookup(u.group(3))):x}"
+                out.append(r"\x{" + code + "}")
+                i = u.end()
+                continue
+            out.append((_CLASS_ESCAPES if klass is not None else _ESCAPES).get(e, "\\" + e))
+            i += 2
+            continue
+        if klass is None:
+            if c == "[":
+                klass = i + 1 + (pattern.startswith("^", i + 1))
+            elif c == "{" and (m := _EMPTY_MIN.match(pattern, i)) and m.group(1):
+                out.append("{0," + m.group(1) + "}")
+                i = m.end()
+                continue
+        elif c == "]" and i > klass:
+            klass = None
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _re2_match(values: pd.Series, pattern: str, cond: Cond, source) -> np.ndarray:
+    """``re.match(pattern, value)`` for each value (False for a non-string), evaluated by RE2 in linear time."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise _fail(cond, f"bad regular expression {cond.value!r}: {exc}", source) from None
+    texts = [x.encode("utf-8", "replace").decode() if isinstance(x, str) else None for x in values]
+    try:
+        hits = pc.match_substring_regex(pa.array(texts, pa.string()), pattern="^(?:" + python_to_re2(pattern) + ")")
+    except pa.ArrowInvalid as exc:
+        why = str(exc).split(":", 1)[-1].strip()
+        raise _fail(cond, f"regular expression {cond.value!r} is not supported ({why}): perflake matches with RE2, "
+                          "in linear time, which has no look-around, back-references or possessive quantifiers",
+                    source) from None
+    return hits.fill_null(False).to_numpy(zero_copy_only=False)
 
 
 def evaluate(pred, table: NodeTable, source: str | None = None) -> np.ndarray:
