@@ -3,7 +3,8 @@
 ``duckdb.connect()`` builds a whole database instance (about 20 ms each); a cursor on a shared instance costs
 about 1 ms.  Each cursor is a connection of its own: temp tables, registered Arrow tables and variables are
 private to it and vanish when it is closed, so callers stay isolated exactly as with separate databases.
-Global settings (threads, memory) are never changed on the shared instance; code that needs its own settings
+The instance never downloads extensions (user SQL could otherwise trigger one).  Global settings (threads,
+memory) are never changed on the shared instance; code that needs its own settings
 (the Dask tasks in :mod:`perflake.parallel`) opens its own database.
 """
 
@@ -25,5 +26,5 @@ def connection() -> duckdb.DuckDBPyConnection:
         db = _SHARED.get(pid)
         if db is None:
             _SHARED.clear()
-            db = _SHARED[pid] = duckdb.connect()
+            db = _SHARED[pid] = duckdb.connect(config={"autoinstall_known_extensions": False})  # no downloads
         return db.cursor()

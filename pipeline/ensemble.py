@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from perflake import duck
 from perflake import parallel, sqlfiles
 from perflake.catalogs.schema import RUNS_SCHEMA
-from perflake.errors import LakeError, UnknownRun
+from perflake.errors import LakeError, UnknownRun, UsageError
 from perflake.normalize import MAX_DEPTH
 from perflake.readers.base import OTHER, Metric
 
@@ -171,7 +171,7 @@ def parse_stats(stats) -> tuple[list[str], list[float]]:
             p = 0.5 if s == "median" else float(m.group(1)) / 100
             probs += [] if p in probs else [p]
         elif s not in MOMENTS:
-            raise ValueError(f"unknown statistic {s!r}: use {', '.join(MOMENTS)}, median or pNN (0 <= NN <= 100)")
+            raise UsageError(f"unknown statistic {s!r}: use {', '.join(MOMENTS)}, median or pNN (0 <= NN <= 100)")
     return stats, probs
 
 

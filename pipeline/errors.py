@@ -31,6 +31,10 @@ class LakeError(PerflakeError):
     """The lake is missing, unreadable, of another schema version, or the request names something absent."""
 
 
+class LockTimeout(LakeError):
+    """The lake's commit lock was not obtained in time (another ingest holds it)."""
+
+
 class UnknownRun(LakeError):
     def __init__(self, run_id: str):
         self.run_id = run_id
@@ -47,6 +51,10 @@ class QueryError(PerflakeError):
         super().__init__(message)
 
 
+class UsageError(PerflakeError):
+    """An option value perflake cannot use (an unknown statistic, a bad choice); says what is accepted."""
+
+
 class PlotError(PerflakeError):
     """A plot cannot be made or written: nothing to plot, an unknown column, an unsupported file type."""
 
@@ -54,3 +62,8 @@ class PlotError(PerflakeError):
 class RenderError(PerflakeError):
     """A view of a GraphFrame (flame graph, folded stacks, DOT, flat profile, hot path) cannot be made: an
     unknown metric or column, a rank or thread that is not in the frame, or an unsupported output type."""
+
+
+class InteropError(PerflakeError):
+    """A conversion to or from another tool cannot be made: llnl-hatchet is not installed, an input is not in
+    Hatchet's JSON format or layout, or an export cannot be written."""

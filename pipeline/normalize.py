@@ -20,7 +20,7 @@ from perflake.errors import ReaderError
 from perflake.rekey import rekey
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric, ProfileRows
 
-MAX_DEPTH = 10_000
+MAX_DEPTH = 2048  # call paths are keyed by their whole text: a deeper chain would cost memory quadratic in depth
 
 
 @dataclass

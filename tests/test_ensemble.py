@@ -13,7 +13,7 @@ import pytest
 
 from perflake import Lake
 from perflake.ensemble import ensemble, ensemble_graphframe, scaling_table
-from perflake.errors import LakeError
+from perflake.errors import LakeError, UsageError
 from perflake.generators import write_tau_runs
 
 RAJA = [f"rajaperf-quartz_gcc10.3.1_{size}_O3_{rep}_Base_Seq-default"
@@ -127,7 +127,7 @@ def test_errors(tau_lake):
         ensemble(tau_lake, group_by="metrics")
     with pytest.raises(LakeError, match="metadata key"):
         ensemble(tau_lake, group_by='meta:a"b')
-    with pytest.raises(ValueError, match="unknown statistic 'p101'"):
+    with pytest.raises(UsageError, match="unknown statistic 'p101'"):
         ensemble(tau_lake, stats=("mean", "p101"))
     with pytest.raises(LakeError, match="where"):
         ensemble(tau_lake, "nprocs >>> 3")
