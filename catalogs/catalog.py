@@ -7,6 +7,7 @@ Layout under the lake root (any fsspec URL; a local directory by default)::
     nodes/part-<batch>.parquet     rows of every run of that batch, sorted by run_id, node_id
     edges/part-<batch>.parquet     sorted by run_id, parent_id, child_id
     metrics/part-<batch>.parquet   sorted by run_id, node_id, rank, thread
+    ingest_log/part-<id>.parquet   one file per ingest invocation that attempted something (perflake.ingest_log)
 
 A batch is visible only once its ``runs/part-<batch>.parquet`` exists; that file is written under a
 temporary name and renamed, so a crash leaves either a complete batch or invisible leftovers.  Data files
@@ -25,8 +26,8 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from perflake.catalogs.schema import DATA_TABLES, MARKER, RUNS, RUNS_SCHEMA, SCHEMA_VERSION
-from perflake.errors import LakeError
+from perflake.catalogs.schema import DATA_TABLES, INGEST_LOG, MARKER, RUNS, RUNS_SCHEMA, SCHEMA_VERSION
+from perflake.errors import LakeError, LockTimeout
 
 ROW_GROUP_ROWS = 131_072
 
@@ -48,15 +49,22 @@ class Catalog:
         if self.fs.exists(marker):
             self._check_marker(marker)
         elif create:
+            self._create(marker)
+        else:
+            raise LakeError(f"{self.url}: not a perflake lake (create one with: perflake ingest PATH --lake {self.url})")
+
+    def _create(self, marker: str) -> None:
+        try:
             if self.fs.exists(self.root) and self.fs.ls(self.root) and not self.fs.exists(f"{self.root}/{RUNS}"):
                 raise LakeError(f"{self.url}: exists and is not empty, but is not a perflake lake")
             self.fs.makedirs(self.root, exist_ok=True)
-            for table in (RUNS, *DATA_TABLES):
+            for table in (RUNS, *DATA_TABLES, INGEST_LOG):
                 self.fs.makedirs(f"{self.root}/{table}", exist_ok=True)
-            info = {"format": "perflake-lake", "schema_version": SCHEMA_VERSION, "created_at": dt.datetime.now(dt.timezone.utc).isoformat()}
+            info = {"format": "perflake-lake", "schema_version": SCHEMA_VERSION,
+                    "created_at": dt.datetime.now(dt.timezone.utc).isoformat()}
             self._atomic_write(marker, json.dumps(info, indent=1).encode())
-        else:
-            raise LakeError(f"{self.url}: not a perflake lake (create one with: perflake ingest PATH --lake {self.url})")
+        except OSError as exc:  # not creatable: a read-only or missing parent, a file in the way...
+            raise LakeError(f"{self.url}: cannot create the lake ({exc.strerror or exc})") from None
 
     def _check_marker(self, marker: str) -> None:
         try:
@@ -96,17 +104,30 @@ class Catalog:
         return path
 
     @contextlib.contextmanager
-    def commit_lock(self):
+    def commit_lock(self, timeout: float | None = None):
         """Serialise the commit step of concurrent ingests on a local lake (an exclusive lock on
         ``<root>/.commit.lock``); on other filesystems there is no lock and duplicates are only prevented
-        within one process."""
+        within one process.  ``timeout``: seconds to wait for the lock (None: forever), then LockTimeout."""
         if not self.local:
             yield
             return
         import fcntl
+        import time
 
         with open(f"{self.root}/.commit.lock", "a+b") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+            if timeout is None:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+            else:
+                deadline = time.monotonic() + timeout
+                while True:
+                    try:
+                        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() >= deadline:
+                            raise LockTimeout(f"{self.url}: another ingest has held the commit lock for more than "
+                                              f"{timeout:g} s ({self.root}/.commit.lock)") from None
+                        time.sleep(0.02)
             try:
                 yield
             finally:
@@ -118,6 +139,17 @@ class Catalog:
         pq.write_table(runs.cast(RUNS_SCHEMA), buf, compression="zstd")
         self._atomic_write(self.path(RUNS, batch), buf.getvalue())
 
+    def subset_batch(self, batch: str, new_batch: str, run_ids: list[str]) -> None:
+        """Write the rows of ``run_ids`` from the (uncommitted) data files of ``batch`` as ``new_batch``: used
+        when another ingest committed some of a batch's runs first, so that no run is stored twice."""
+        import pyarrow.compute as pc
+
+        keep = pa.array(sorted(run_ids), pa.string())
+        for table in DATA_TABLES:
+            data = self.read_parquet(self.path(table, batch))
+            mask = pc.is_in(data.column("run_id").cast(pa.string()), value_set=keep)
+            self.write_table(table, new_batch, data.filter(mask))
+
     def discard(self, batch: str) -> None:
         """Remove the data files of a batch that will not be committed (best effort)."""
         for table in DATA_TABLES:
@@ -127,24 +159,48 @@ class Catalog:
                 pass
 
     # -- reading -------------------------------------------------------------------------------------------
+    def read_parquet(self, path: str, columns: list[str] | None = None) -> pa.Table:
+        """One Parquet file of the lake, read by Arrow alone: a local path natively, other filesystems' bytes
+        copied into Arrow memory first.  (Reading a Python file object leaves Arrow read-ahead buffers that
+        hold Python objects; released by an Arrow thread at interpreter exit they abort the process.)"""
+        if self.local:
+            return pq.read_table(path, columns=columns)
+        out = pa.BufferOutputStream()
+        out.write(self.fs.cat_file(path))
+        return pq.read_table(pa.BufferReader(out.getvalue()), columns=columns)
+
     def batches(self) -> list[str]:
         """Committed batches, oldest first."""
         names = self.fs.glob(f"{self.root}/{RUNS}/part-*.parquet")
         return sorted(n.rsplit("/part-", 1)[1][: -len(".parquet")] for n in names)
 
-    def runs(self) -> pa.Table:
-        """The whole runs catalog (one row per run)."""
+    def runs(self, batches: list[str] | None = None, columns: list[str] | None = None) -> pa.Table:
+        """The runs catalog (one row per run): of every committed batch, or of ``batches`` only."""
         tables = []
-        for batch in self.batches():
-            with self.fs.open(self.path(RUNS, batch), "rb") as fh:
-                tables.append(pq.read_table(fh))
+        for batch in self.batches() if batches is None else batches:
+            tables.append(self.read_parquet(self.path(RUNS, batch), columns))
         if not tables:
-            return pa.Table.from_batches([], schema=RUNS_SCHEMA)  # (Schema.empty_table() imports pandas)
+            schema = RUNS_SCHEMA if columns is None else pa.schema([RUNS_SCHEMA.field(c) for c in columns])
+            return pa.Table.from_batches([], schema=schema)  # (Schema.empty_table() imports pandas)
         return pa.concat_tables(tables, promote_options="permissive")
 
     def files(self, table: str, batches) -> list[str]:
         """The data files of ``table`` for the given batches, as DuckDB paths."""
         return [self.duck_path(self.path(table, b)) for b in sorted(set(batches))]
+
+    # -- the ingest log (perflake.ingest_log) -----------------------------------------------------------------
+    def log_parts(self) -> list[str]:
+        """Paths of the ingest log's files (each one complete: written under a temporary name, renamed)."""
+        return sorted(self.fs.glob(f"{self.root}/{INGEST_LOG}/part-*.parquet"))
+
+    def write_log(self, part: str, table: pa.Table) -> str:
+        """Write one ingest log file atomically; returns its path."""
+        self.fs.makedirs(f"{self.root}/{INGEST_LOG}", exist_ok=True)
+        buf = io.BytesIO()
+        pq.write_table(table, buf, compression="zstd")
+        path = self.path(INGEST_LOG, part)
+        self._atomic_write(path, buf.getvalue())
+        return path
 
     # -- maintenance ---------------------------------------------------------------------------------------
     def leftovers(self, older_than: float) -> list[str]:
@@ -155,11 +211,13 @@ class Catalog:
         committed = set(self.batches())
         now = time.time()
         found = []
-        for table in (RUNS, *DATA_TABLES):
+        for table in (RUNS, *DATA_TABLES, INGEST_LOG):
+            if not self.fs.exists(f"{self.root}/{table}"):
+                continue
             for info in self.fs.ls(f"{self.root}/{table}", detail=True):
                 name = info["name"].rsplit("/", 1)[-1]
                 batch = name[len("part-"):-len(".parquet")] if name.startswith("part-") and name.endswith(".parquet") else None
-                if batch in committed:
+                if batch in committed or table == INGEST_LOG and batch is not None:  # every log file is complete
                     continue
                 mtime = info.get("mtime") or info.get("created") or 0
                 mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else float(mtime)

@@ -1,4 +1,5 @@
-"""Schema of the lake: the version, the table names, and the Arrow schema of the runs catalog."""
+"""Schema of the lake: the version, the table names, and the Arrow schemas of the runs catalog and the
+ingest log."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ SCHEMA_VERSION = 1
 MARKER = "perflake.json"  # at the lake root: {"format": "perflake-lake", "schema_version": 1, ...}
 DATA_TABLES = ("nodes", "edges", "metrics")
 RUNS = "runs"
+INGEST_LOG = "ingest_log"  # one Parquet file per ingest invocation that attempted something (perflake.ingest_log)
+INGEST_STATUSES = ("ingested", "skipped", "failed")
 
 METRIC_STRUCT = pa.struct([("name", pa.string()), ("role", pa.string()), ("unit", pa.string()), ("pair", pa.string())])
 
@@ -35,5 +38,24 @@ RUNS_SCHEMA = pa.schema(
         ("hostname", pa.string()),
         ("metadata", pa.string()),  # every key/value the input carries, as a JSON object
         ("ingested_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+INGEST_LOG_SCHEMA = pa.schema(
+    [
+        ("attempted_at", pa.timestamp("us", tz="UTC")),  # when the input was looked at
+        ("invocation", pa.string()),  # id of the ingest invocation (the log file's id)
+        ("source", pa.string()),  # absolute path of the run (a file or a directory)
+        ("format", pa.string()),  # reader kind: tau, caliper, ...
+        ("content_sha256", pa.string()),  # NULL when the input could not be hashed
+        ("status", pa.string()),  # ingested | skipped | failed
+        ("reason", pa.string()),  # why skipped or failed (one line); NULL when ingested
+        ("transient", pa.bool_()),  # a failure of the machine, not of the input (memory, I/O): retried next time
+        ("run_id", pa.string()),  # the run ingested, or already present
+        ("duration_s", pa.float64()),  # hashing + reading + this run's share of normalising and writing
+        ("input_bytes", pa.int64()),
+        ("stat_key", pa.string()),  # digest of the input files' names, sizes, mtimes, ctimes, inodes
+        ("perflake_version", pa.string()),
+        ("host", pa.string()),  # machine that ran the ingest (lakes on shared storage)
     ]
 )

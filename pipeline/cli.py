@@ -54,16 +54,55 @@ def _lake(args):
 
 
 def cmd_ingest(args) -> int:
+    from perflake.ingest_report import IngestReport
+
     lake = _lake(args)
-    report = lake.ingest(args.paths, progress=not args.quiet)
+    try:
+        report = lake.ingest(args.paths, progress=not args.quiet and not args.json, retry_failed=args.retry_failed,
+                             follow_symlinks=args.follow_symlinks, scheduler=args.scheduler,
+                             lock_timeout=args.lock_timeout)
+    except (PerflakeError, OSError) as exc:  # could not run: no lake, lock timeout, the lake not writable...
+        if args.debug:
+            raise
+        message = str(exc) if isinstance(exc, PerflakeError) else f"{args.lake}: {type(exc).__name__}: {exc}"
+        print(f"perflake: {message}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({**IngestReport().as_dict(lake=args.lake, exit_code=EXIT_ERROR), "error": message}))
+        return EXIT_ERROR
     for _source, reason in report.failed:
         print(f"perflake: {reason}", file=sys.stderr)
+    code = EXIT_OK if report.ok else EXIT_PARTIAL
     if args.json:
-        print(json.dumps({"ingested": report.ingested, "skipped": [s for s, _ in report.skipped],
-                          "failed": [{"path": p, "reason": r} for p, r in report.failed]}))
+        print(json.dumps(report.as_dict(lake=args.lake, exit_code=code)))
     else:
         print(report.summary())
-    return EXIT_OK if report.ok else EXIT_PARTIAL
+    return code
+
+
+def _ingest_scheduler(text: str) -> str:
+    from perflake.parallel import LOCAL_SCHEDULERS
+
+    if text.lower() not in LOCAL_SCHEDULERS and "://" not in text:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected threads, processes, synchronous or tcp://host:port")
+    return text
+
+
+INGEST_EPILOG = """\
+Runs are found recursively and sniffed.  Safe to run from cron every few minutes, also several at once:
+  - a run whose bytes are already in the lake is skipped (also when it moved or was renamed);
+  - an input whose files (names, sizes, mtimes) are unchanged since its last logged attempt is not read again;
+  - an input that failed is retried only when it changed, after a perflake upgrade or a transient
+    (memory, I/O) failure, or with --retry-failed;
+  - every attempt is recorded in the lake's ingest_log table (perflake sql "select * from ingest_log");
+  - symlinked directories, and symlinks to outside a scanned directory, are not followed (--follow-symlinks).
+
+exit codes:
+  0  all good: no input failed in this run (also when nothing was new; inputs skipped because they
+     failed before and did not change are listed in the summary, not counted again)
+  1  some inputs failed (reasons on stderr and in --json); the others were ingested
+  2  could not run: bad arguments, the lake cannot be created or is not a lake, commit lock timeout,
+     the lake cannot be written
+"""
 
 
 def cmd_runs(args) -> int:
@@ -177,11 +216,20 @@ def _parser() -> argparse.ArgumentParser:
     def fmt_arg(sp):
         sp.add_argument("--format", choices=["table", "csv", "json"], default="table")
 
-    sp = sub.add_parser("ingest", help="ingest profiles (files or directories, walked) into a lake")
+    sp = sub.add_parser("ingest", help="ingest profiles (files or directories, walked) into a lake",
+                        epilog=INGEST_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sp.add_argument("paths", nargs="+")
     lake_arg(sp)
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
-    sp.add_argument("--json", action="store_true", help="machine-readable summary")
+    sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout (counts, files, reasons)")
+    sp.add_argument("--retry-failed", action="store_true", help="read again inputs that failed before, changed or not")
+    sp.add_argument("--follow-symlinks", action="store_true",
+                    help="follow symlinked directories and symlinks to outside the scanned directories")
+    sp.add_argument("--scheduler", type=_ingest_scheduler,
+                    help="threads (default), processes, synchronous, or a dask.distributed scheduler address "
+                         "tcp://host:port; workers parse and normalise, this process commits")
+    sp.add_argument("--lock-timeout", type=float, default=600.0,
+                    help="seconds to wait for the lake's commit lock (default 600), then exit 2")
     sp.set_defaults(func=cmd_ingest)
 
     sp = sub.add_parser("runs", help="list the runs catalog")

@@ -1,187 +1,52 @@
-"""detect -> hash -> read -> normalize -> write Parquet -> commit the catalog rows (the commit point).
+"""scan -> plan -> (in parallel) hash, read, normalise, write data files -> commit the catalog rows -> log.
 
 Idempotent: a run's id is the hash of its input files' bytes, so the same bytes ingested again (from any
-path) are skipped.  Atomic: rows are written per batch and become visible only when the batch's catalog
-file is committed; on any failure while writing, the batch's files are removed and nothing is visible.
+path, under any name) are skipped.  Atomic: rows are written per batch and become visible only when the
+batch's catalog file is committed; the calling process is the one writer of the catalog, under the commit
+lock, and re-checks there what concurrent ingests committed meanwhile.  Every attempt is recorded in the
+ingest log (:mod:`perflake.ingest_log`), which also lets an input that failed be retried only when it
+changed (``retry_failed=True`` retries it anyway).  Parallelism: :mod:`perflake.ingest_task` tasks run by
+Dask (:func:`perflake.parallel.fan_out`).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import json
+import math
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from perflake import __version__
 from perflake.catalogs.catalog import Catalog, new_batch_id
-from perflake.catalogs.schema import RUNS_SCHEMA, SCHEMA_VERSION
-from perflake.catalogs.well_known import promote
-from perflake.errors import FormatNotRecognized, PerflakeError, ReaderError
-from perflake.normalize import RunFacts, normalize_many
-from perflake.readers import detect, get_reader
-from perflake.readers.base import EXCLUSIVE, INCLUSIVE, ProfileRows
+from perflake.catalogs.schema import DATA_TABLES, RUNS_SCHEMA
+from perflake.errors import LockTimeout
+from perflake.ingest_log import PRESENT, History, Outcome, compact, read_history, write
+from perflake.ingest_report import IngestReport
+from perflake.ingest_scan import SymlinkEscape, describe, scan
+from perflake.ingest_task import (BATCH_ROWS, BATCH_RUNS, BatchResult, Candidate, Known, hash_run, is_transient,
+                                  run_task)
 
-BATCH_ROWS = 4_000_000  # reader value rows buffered before a batch is normalised and written
-BATCH_RUNS = 5_000  # runs per batch at most
+__all__ = ["BATCH_ROWS", "BATCH_RUNS", "IngestReport", "content_hash", "find_runs", "ingest"]
 
-
-@dataclass
-class IngestReport:
-    ingested: list[str] = field(default_factory=list)  # run ids
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (source, run id already present)
-    failed: list[tuple[str, str]] = field(default_factory=list)  # (source, one-line reason)
-
-    def summary(self) -> str:
-        return f"ingested {len(self.ingested)} runs, skipped {len(self.skipped)} already present, {len(self.failed)} failed"
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed
+LOCK_TIMEOUT = 600.0  # seconds to wait for the commit lock: a commit takes milliseconds, so this means a hang
+TASK_BYTES = 64 << 20  # input bytes per task at most (a bigger run is a task of its own)
+MIN_TASK_BYTES = 4 << 20  # less input than this per worker is not worth splitting
+DEFAULT_SCHEDULER = "threads"  # measured: see README "Scheduled ingestion"
 
 
-def find_runs(paths) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """Expand paths into (format, path) runs; a directory that is not itself a run is walked.
-
-    Returns (runs, problems) where problems are (path, reason) for explicit paths that hold no profile.
-    """
-    runs, problems = [], []
-    for p in paths:
-        p = os.fspath(p)
-        if not os.path.exists(p):
-            problems.append((p, f"{p}: no such file or directory"))
-            continue
-        kind = detect(p)
-        if kind:
-            runs.append((kind, p))
-            continue
-        found = []
-        if os.path.isdir(p):
-            for top, dirs, files in os.walk(p):
-                dirs.sort()
-                if top != p and (kind := detect(top)):
-                    found.append((kind, top))
-                    dirs[:] = []
-                    continue
-                for f in sorted(files):
-                    fp = os.path.join(top, f)
-                    if (kind := detect(fp)):
-                        found.append((kind, fp))
-        if not found:
-            problems.append((p, f"{p}: not a profile perflake can read, and no profiles found inside"))
-        runs += found
-    return runs, problems
+def find_runs(paths, *, follow_symlinks: bool = False) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Expand paths into (format, path) runs; a directory that is not itself a run is walked (symlinks out
+    of it are not followed unless ``follow_symlinks``).  Returns (runs, problems): problems are (path,
+    reason) for explicit paths that hold no profile."""
+    found = scan(paths, follow_symlinks=follow_symlinks)
+    return [(kind, path) for kind, path, _root in found.runs], found.problems
 
 
 def content_hash(files: list[str], base: str) -> tuple[str, int]:
     """sha256 over (relative path, size, bytes) of every input file, in sorted order; and the total bytes."""
-    h = hashlib.sha256()
-    total = 0
-    for f in sorted(files):
-        rel = os.path.relpath(f, base) if os.path.isdir(base) else os.path.basename(f)
-        size = os.path.getsize(f)
-        h.update(rel.encode() + b"\0" + str(size).encode() + b"\0")
-        with open(f, "rb") as fh:
-            while chunk := fh.read(1 << 23):  # 8 MiB at a time: a 1 GB input is not held in memory
-                h.update(chunk)
-        total += size
-    return h.hexdigest(), total
-
-
-def _run_row(run_id, sha, batch, source, kind, reader, facts: RunFacts, metadata, n_files, nbytes) -> dict:
-    return {
-        "run_id": run_id,
-        "content_sha256": sha,
-        "batch": batch,
-        "source": os.path.abspath(source),
-        "format": kind,
-        "reader_version": reader.version,
-        "schema_version": SCHEMA_VERSION,
-        "perflake_version": __version__,
-        "n_files": n_files,
-        "input_bytes": nbytes,
-        "ranks": facts.ranks,
-        "threads": facts.threads,
-        "n_nodes": facts.n_nodes,
-        "metrics": [{"name": m.name, "role": m.role, "unit": m.unit, "pair": m.pair} for m in facts.metric_info],
-        "exc_metrics": [m.name for m in facts.metric_info if m.role == EXCLUSIVE],
-        "inc_metrics": [m.name for m in facts.metric_info if m.role == INCLUSIVE],
-        **promote(metadata, facts.ranks),
-        "metadata": json.dumps(metadata, default=str, sort_keys=True),
-        "ingested_at": dt.datetime.now(dt.timezone.utc),
-    }
-
-
-@dataclass
-class _Pending:
-    run_id: str
-    sha: str
-    path: str
-    kind: str
-    reader: object
-    rows: ProfileRows
-    n_files: int
-    nbytes: int
-
-
-class _Batch:
-    """Parsed runs waiting to be normalised together and written as one batch."""
-
-    def __init__(self):
-        self.id = new_batch_id()
-        self.pending: list[_Pending] = []
-        self.n_values = 0
-
-    def add(self, item: _Pending) -> None:
-        self.pending.append(item)
-        self.n_values += item.rows.values.num_rows
-
-    def _normalize(self, report: IngestReport):
-        try:
-            return normalize_many([(p.run_id, p.rows) for p in self.pending])
-        except ReaderError:
-            pass
-        good = []  # isolate the run(s) the batch failed on, keep the rest
-        for p in self.pending:
-            try:
-                normalize_many([(p.run_id, p.rows)])
-                good.append(p)
-            except ReaderError as exc:
-                report.failed.append((p.path, str(exc)))
-        self.pending = good
-        return normalize_many([(p.run_id, p.rows) for p in good]) if good else None
-
-    def write(self, catalog: Catalog, report: IngestReport) -> None:
-        batch = self._normalize(report)
-        if batch is None:
-            return
-        with catalog.commit_lock():  # another ingest may have committed some of these runs meanwhile
-            present = dict(zip(*(catalog.runs().column(c).to_pylist() for c in ("content_sha256", "run_id"))))
-            report.skipped += [(p.path, present[p.sha]) for p in self.pending if p.sha in present]
-            pending = [p for p in self.pending if p.sha not in present]
-            if not pending:
-                return
-            keep = pa.array([p.run_id for p in pending], pa.string())
-            tables = [(name, t if len(pending) == len(self.pending) else t.filter(pc.is_in(t.column("run_id"), value_set=keep)))
-                      for name, t in (("nodes", batch.nodes), ("edges", batch.edges), ("metrics", batch.metrics))]
-            rows = sorted(
-                (_run_row(p.run_id, p.sha, self.id, p.path, p.kind, p.reader, batch.runs[p.run_id], p.rows.metadata,
-                          p.n_files, p.nbytes) for p in pending),
-                key=lambda r: r["run_id"],
-            )
-            try:
-                for name, table in tables:
-                    catalog.write_table(name, self.id, table)
-                catalog.commit(self.id, pa.Table.from_pylist(rows, schema=RUNS_SCHEMA))
-            except BaseException:
-                catalog.discard(self.id)
-                raise
-        report.ingested += [r["run_id"] for r in rows]
+    sha, total, _legacy = hash_run(files, base)
+    return sha, total
 
 
 class _Progress:
@@ -191,13 +56,13 @@ class _Progress:
         self.total, self.done, self.enabled = total, 0, enabled and total > 1 and sys.stderr.isatty()
         self.t0 = time.monotonic()
 
-    def step(self, label: str) -> None:
-        self.done += 1
+    def step(self, n: int = 1) -> None:
+        self.done = min(self.total, self.done + n)
         if self.enabled:
             width = 30
             filled = int(width * self.done / self.total)
             rate = self.done / max(time.monotonic() - self.t0, 1e-9)
-            sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {rate:.1f} runs/s {label[-40:]:<40}")
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {rate:.1f} runs/s")
             sys.stderr.flush()
 
     def close(self) -> None:
@@ -205,37 +70,236 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-def ingest(catalog: Catalog, paths, *, progress: bool = True) -> IngestReport:
-    """Ingest every run found under ``paths`` into the lake of ``catalog``."""
-    report = IngestReport()
-    runs, problems = find_runs(paths)
-    report.failed += problems
-    present = catalog.runs()
-    known = dict(zip(present.column("content_sha256").to_pylist(), present.column("run_id").to_pylist()))
-    batch = _Batch()
-    bar = _Progress(len(runs), progress)
-    for kind, path in runs:
-        bar.step(path)
+def _plan(catalog: Catalog, paths, report: IngestReport, *, follow_symlinks: bool, retry_failed: bool,
+          history: History, run_ids: set[str]) -> list[Candidate]:
+    """The runs to hash and read; what is unchanged since its last logged attempt is settled here."""
+    found = scan(paths, follow_symlinks=follow_symlinks)
+    report.failed += found.problems
+    report.ignored += found.ignored
+    candidates = []
+    for kind, path, root in found.runs:
         try:
-            reader = get_reader(kind)
-            files = reader.files(path)
-            sha, nbytes = content_hash(files, path)
-            if sha in known:
-                report.skipped.append((path, known[sha]))
-                continue
-            rows = reader.read(path)
-        except PerflakeError as exc:
-            report.failed.append((path, str(exc) if isinstance(exc, (ReaderError, FormatNotRecognized)) else f"{path}: {exc}"))
+            files = describe(kind, path, root, follow_symlinks=follow_symlinks)
+        except SymlinkEscape as exc:
+            report.ignored.append((path, str(exc)))
             continue
-        except (OSError, ValueError, UnicodeError, MemoryError) as exc:
-            report.failed.append((path, f"{path}: {type(exc).__name__}: {exc}"))
+        except OSError as exc:
+            reason = f"{path}: {type(exc).__name__}: {exc}"
+            report.outcomes.append(Outcome(os.path.abspath(path), kind, "failed", reason, transient=is_transient(exc)))
             continue
-        known[sha] = sha[:16]
-        batch.add(_Pending(sha[:16], sha, path, kind, reader, rows, len(files), nbytes))
-        if batch.n_values >= BATCH_ROWS or len(batch.pending) >= BATCH_RUNS:
-            batch.write(catalog, report)
-            batch = _Batch()
+        prev = history.latest.get(os.path.abspath(path))
+        if prev is not None and prev.stat_key == files.stat_key and prev.run_id in run_ids:
+            report.skipped.append((os.path.abspath(path), prev.run_id))
+            report.unchanged += 1
+        elif not retry_failed and (reason := history.failed_before(prev, files.stat_key)) is not None:
+            report.skipped_failed.append((os.path.abspath(path), reason))
+        else:
+            candidates.append(Candidate(kind, path, files.files, files.nbytes, files.stat_key))
+    return candidates
+
+
+def _chunks(candidates: list[Candidate], parallelism: int) -> list[list[Candidate]]:
+    """Tasks of about equal input bytes: enough to keep ``parallelism`` workers busy, none above TASK_BYTES
+    unless one run is bigger, and no split of small work (tiny ingests stay one task, one batch)."""
+    total = sum(c.nbytes for c in candidates)
+    if parallelism <= 1:
+        return [candidates]
+    n = max(math.ceil(total / TASK_BYTES), min(parallelism, total // MIN_TASK_BYTES), 1)
+    target, tasks, chunk, size = total / n, [], [], 0
+    for c in candidates:
+        chunk.append(c)
+        size += c.nbytes
+        if size >= target * (len(tasks) + 1) - 1e-9 and len(tasks) < n - 1:
+            tasks.append(chunk)
+            chunk = []
+    return [t for t in (*tasks, chunk) if t]
+
+
+class _Committer:
+    """The one writer of the catalog: commits each task's batches under the commit lock, after re-reading
+    what other ingests committed meanwhile (a run another process committed first is dropped from the
+    batch, whose data files are then rewritten without it)."""
+
+    def __init__(self, catalog: Catalog, lock_timeout: float | None):
+        self.catalog, self.lock_timeout = catalog, lock_timeout
+        self.present: dict[str, str] = {}  # content hash -> run id, of the batches in seen_batches
+        self.seen_batches: set[str] = set()
+        self._refresh()
+
+    def _refresh(self) -> None:
+        new = [b for b in self.catalog.batches() if b not in self.seen_batches]
+        if new:
+            t = self.catalog.runs(new, ["content_sha256", "run_id"])
+            self.present.update(zip(t.column("content_sha256").to_pylist(), t.column("run_id").to_pylist()))
+            self.seen_batches.update(new)
+
+    def commit(self, result: BatchResult) -> None:
+        cat = self.catalog
+        with cat.commit_lock(self.lock_timeout):
+            if not all(cat.fs.exists(cat.path(t, result.batch)) for t in DATA_TABLES):
+                for o in result.outcomes:  # removed by a `perflake vacuum` with a short --older-than
+                    o.status, o.transient = "failed", True
+                    o.reason = f"{o.source}: the batch's data files were removed before the commit (tried again)"
+                cat.discard(result.batch)
+                return
+            self._refresh()
+            keep = [r for r in result.rows if r["content_sha256"] not in self.present]
+            for o in result.outcomes:
+                if o.sha in self.present:
+                    o.status, o.skip, o.run_id = "skipped", PRESENT, self.present[o.sha]
+                    o.reason = f"already present as run {o.run_id}"
+            batch = result.batch
+            try:
+                if keep and len(keep) < len(result.rows):
+                    batch = new_batch_id()
+                    cat.subset_batch(result.batch, batch, [r["run_id"] for r in keep])
+                    cat.discard(result.batch)
+                    keep = [{**r, "batch": batch} for r in keep]
+                if keep:
+                    cat.commit(batch, pa.Table.from_pylist(keep, schema=RUNS_SCHEMA))
+                else:
+                    cat.discard(batch)
+            except BaseException:
+                cat.discard(batch)
+                raise
+            self.present.update((r["content_sha256"], r["run_id"]) for r in keep)
+            self.seen_batches.add(batch)
+
+
+def _scheduler(catalog: Catalog, scheduler):
+    """The Dask scheduler to use: a memory:// lake lives in this process only, so its tasks do too."""
+    from perflake.parallel import LOCAL_SCHEDULERS
+
+    if scheduler is None:
+        scheduler = DEFAULT_SCHEDULER
+    if isinstance(scheduler, str) and scheduler.lower() not in LOCAL_SCHEDULERS and "://" not in scheduler:
+        raise ValueError(f"scheduler {scheduler!r}: expected threads, processes, synchronous, 'tcp://host:port' "
+                         "or a distributed.Client")
+    if "memory" in (catalog.fs.protocol if isinstance(catalog.fs.protocol, tuple) else (catalog.fs.protocol,)):
+        return "synchronous" if scheduler in ("synchronous", "sync") else "threads"
+    return scheduler
+
+
+def _parallelism(scheduler) -> int:
+    if isinstance(scheduler, str) and scheduler.lower() in ("synchronous", "sync", "single-threaded"):
+        return 1
+    if scheduler is not None and not isinstance(scheduler, str):  # a distributed.Client
+        return max(1, sum(scheduler.nthreads().values()))
+    return os.cpu_count() or 1
+
+
+def _run(catalog: Catalog, candidates: list[Candidate], known: Known, scheduler, bar: _Progress, stop):
+    """Run the tasks, yielding their results wave by wave (as many tasks as workers at a time), so that the
+    caller commits each wave's batches before the next one starts: no written batch waits long for its
+    commit (``perflake vacuum`` removes uncommitted files older than an hour).  No new wave once ``stop()``."""
+    from perflake.parallel import fan_out
+
+    client = None
+    if isinstance(scheduler, str) and "://" in scheduler:
+        from distributed import Client
+
+        client = scheduler = Client(scheduler, set_as_default=False)
+    try:
+        parallelism = _parallelism(scheduler)
+        chunks = _chunks(candidates, parallelism)
+        if len(chunks) == 1:  # one task: run it here (no pool to start)
+            yield run_task(catalog, chunks[0], known)
+            bar.step(len(candidates))
+            return
+        for start in range(0, len(chunks), parallelism):
+            if stop():
+                return
+            wave = chunks[start:start + parallelism]
+            tasks = [{"catalog": catalog, "candidates": c, "known": known} for c in wave]
+            with _TaskCallback(bar, len(candidates) / len(chunks)):
+                yield from fan_out(run_task, tasks, scheduler=scheduler)
+    finally:
+        if client is not None:
+            client.close()
+
+
+class _TaskCallback:
+    """Steps the progress bar as Dask's local schedulers finish tasks (distributed ones do not call it)."""
+
+    def __init__(self, bar: _Progress, runs_per_task: float):
+        self.bar, self.per_task, self.cb = bar, runs_per_task, None
+
+    def __enter__(self):
+        from dask.callbacks import Callback
+
+        self.cb = Callback(posttask=lambda key, result, dsk, state, worker_id: self.bar.step(round(self.per_task)))
+        self.cb.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.cb.__exit__(*exc)
+
+
+def ingest(catalog: Catalog, paths, *, progress: bool = True, retry_failed: bool = False,
+           follow_symlinks: bool = False, scheduler=None, lock_timeout: float | None = LOCK_TIMEOUT) -> IngestReport:
+    """Ingest every run found under ``paths`` into the lake of ``catalog``.
+
+    Parameters
+    ----------
+    retry_failed : read again inputs that failed before although they did not change.
+    follow_symlinks : follow symlinked directories and symlinks out of a scanned directory.
+    scheduler : None (local threads), "threads", "processes", "synchronous", "tcp://host:port" or a
+        ``distributed.Client``; workers parse and normalise, this process commits.
+    lock_timeout : seconds to wait for the commit lock (LockTimeout after that); None waits forever.
+    """
+    t0 = time.perf_counter()
+    report = IngestReport(invocation=new_batch_id())
+    history = read_history(catalog)
+    committer = _Committer(catalog, lock_timeout)
+    candidates = _plan(catalog, paths, report, follow_symlinks=follow_symlinks, retry_failed=retry_failed,
+                       history=history, run_ids=set(committer.present.values()))
+    known = Known(dict(committer.present), history.failed, retry_failed)
+    bar = _Progress(len(candidates), progress)
+    error = None
+    try:
+        results = _run(catalog, candidates, known, _scheduler(catalog, scheduler), bar,
+                       stop=lambda: error is not None) if candidates else ()
+        for result in results:
+            report.outcomes += result.outcomes
+            for br in result.batches:
+                if error is None:
+                    try:
+                        committer.commit(br)
+                        report.outcomes += br.outcomes
+                        continue
+                    except Exception as exc:
+                        error = exc
+                catalog.discard(br.batch)  # after a failed commit: not recorded, tried again next time
+            error = error or result.error
+    except BaseException:
+        bar.close()
+        _finish(catalog, report, t0, failing=True)
+        raise
     bar.close()
-    if batch.pending:
-        batch.write(catalog, report)
+    _finish(catalog, report, t0, failing=error is not None)
+    if error is not None:
+        raise error
+    try:
+        compact(catalog, lock_timeout=lock_timeout)
+    except LockTimeout:  # housekeeping only: the next ingest merges the log files
+        pass
     return report
+
+
+def _finish(catalog: Catalog, report: IngestReport, t0: float, *, failing: bool) -> None:
+    """Fill the report from the outcomes and write the log (best effort when the ingest is failing)."""
+    for o in report.outcomes:
+        if o.status == "ingested":
+            report.ingested.append(o.run_id)
+        elif o.status == "failed":
+            report.failed.append((o.source, o.reason))
+        elif o.skip == PRESENT:
+            report.skipped.append((o.source, o.run_id))
+        else:
+            report.skipped_failed.append((o.source, o.reason))
+    report.duration_s = time.perf_counter() - t0
+    try:
+        report.log_file = write(catalog, report.invocation, report.outcomes)
+    except Exception:
+        if not failing:
+            raise

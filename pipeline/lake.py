@@ -89,7 +89,17 @@ class Lake:
         return con
 
     def sql(self, query: str, params: dict | list | None = None) -> pd.DataFrame:
-        """Run DuckDB SQL over the lake's views and return a DataFrame (values bound through ``params``)."""
+        """Run one read-only DuckDB query (SELECT, or EXPLAIN) over the lake's views and return a DataFrame
+        (values bound through ``params``).  Anything else -- COPY, ATTACH, CREATE, SET, PRAGMA, several
+        statements -- is refused: the lake is written only by ingest, and the connection is shared."""
+        try:
+            kinds = [s.type for s in duckdb.extract_statements(query)]
+        except duckdb.Error as exc:
+            raise LakeError(f"SQL error: {str(exc).splitlines()[0]}") from None
+        allowed = (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN)
+        if len(kinds) != 1 or kinds[0] not in allowed:
+            found = ", ".join(k.name for k in kinds) or "nothing"
+            raise LakeError(f"only one read-only query (SELECT or EXPLAIN) is allowed, got: {found}")
         con = self.connect()
         try:
             return con.sql(query, params=params).df()

@@ -259,8 +259,6 @@ def test_bad_statistic_is_a_one_line_error(unchanged):
     assert_clean(proc, codes=(2,))
 
 
-@pytest.mark.xfail(strict=True, reason="reported: `perflake sql` runs any statement, so COPY ... TO "
-                                       "'<lake>/runs/part-x.parquet' adds a catalog batch (pipeline/lake.py Lake.sql)")
 def test_sql_command_cannot_write_into_the_lake(tmp_path, unchanged):
     lake = tmp_path / "lake"
     shutil.copytree(unchanged[0], lake)

@@ -8,11 +8,16 @@ import sys
 
 import pytest
 
-from conftest import lake_files
+from conftest import lake_files as _lake_files
 from perflake import Lake
 from perflake.catalogs.catalog import Catalog
 from perflake.errors import LakeError
 from perflake.generators import write_tau_runs
+
+
+def lake_files(root):
+    """The lake's files except its ingest log (which records every attempt, including failed ones)."""
+    return {k: v for k, v in _lake_files(root).items() if not k.startswith("ingest_log/")}
 
 
 @pytest.fixture(scope="module")
@@ -170,17 +175,27 @@ def test_vacuum_removes_only_old_leftovers(two_runs, tmp_path, lake):
 
 
 def test_concurrent_ingests_duplicate_nothing(tmp_path):
-    """Four processes ingest the same 12 runs into one lake at once: exactly 12 runs, each once."""
-    gen = write_tau_runs(tmp_path / "gen", nodes=40, ranks=2, runs=12, seed=11)
+    """Issue 7 acceptance: four CLI processes ingest the same 200 files into one new lake at once: exactly 200
+    runs, each once, no error, and one 'ingested' log row per run."""
+    import time
+
+    from perflake.generators import write_caliper_json_runs
+
+    gen = write_caliper_json_runs(tmp_path / "gen", nodes=20, ranks=2, runs=200, seed=11)
     lake_dir = tmp_path / "lake"
-    Lake(lake_dir).ingest([gen[0]])  # create the lake first
+    t0 = time.perf_counter()
     procs = [subprocess.Popen([sys.executable, "-m", "perflake.cli", "ingest", str(tmp_path / "gen"), "--lake",
                                str(lake_dir), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(4)]
     outs = [p.communicate(timeout=120) for p in procs]
-    assert all(p.returncode == 0 for p in procs), outs
-    runs = Lake(lake_dir).sql("select run_id, count(*) as n from runs group by run_id")
-    assert len(runs) == 12 and (runs["n"] == 1).all()
-    rows = Lake(lake_dir).sql("select count(*) as n from (select distinct run_id, node_id, rank, thread from metrics)")
-    total = Lake(lake_dir).sql("select count(*) as n from metrics")
+    assert all(p.returncode == 0 for p in procs) and all(err == "" for _, err in outs), outs
+    assert time.perf_counter() - t0 < 30
+    lake = Lake(lake_dir)
+    runs = lake.sql("select run_id, count(*) as n from runs group by run_id")
+    assert len(gen) == 200 and len(runs) == 200 and (runs["n"] == 1).all()
+    rows = lake.sql("select count(*) as n from (select distinct run_id, node_id, rank, thread from metrics)")
+    total = lake.sql("select count(*) as n from metrics")
     assert rows.loc[0, "n"] == total.loc[0, "n"]  # no duplicated metric rows either
+    log = lake.sql("select status, count(*) as n, count(distinct run_id) as runs from ingest_log group by status")
+    log = log.set_index("status")
+    assert log.loc["ingested", "n"] == log.loc["ingested", "runs"] == 200 and "failed" not in log.index

@@ -1,0 +1,128 @@
+"""Finding runs to ingest: walk the given paths, sniff formats, refuse symlinks out of the scanned directory,
+and describe each run's input files cheaply (names, sizes, mtimes: no bytes read).
+
+A path given explicitly is taken as it is (a symlink named on the command line is followed).  Below a
+scanned directory, by default:
+
+* a symlinked directory is not followed (it is reported in ``ignored``), and
+* a symlinked file (or a run whose input files go through a symlink) is taken only when its target lies
+  inside the scanned directory; otherwise it is reported in ``ignored``.
+
+``follow_symlinks=True`` follows everything (directory cycles are still walked only once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+
+from perflake.readers import detect, get_reader
+
+FOLLOW_HINT = "not followed (use --follow-symlinks)"
+
+
+class SymlinkEscape(Exception):
+    """A run's input file reaches outside the scanned directory through a symlink (message: one line)."""
+
+
+@dataclass
+class Scan:
+    runs: list[tuple[str, str, str]] = field(default_factory=list)  # (format, run path, scanned root)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): explicit paths with no profile
+    ignored: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): symlinks not followed
+
+
+@dataclass
+class RunFiles:
+    """A run's input files as the file system describes them (no bytes read)."""
+
+    files: list[str]
+    nbytes: int
+    stat_key: str  # digest of (relative name, size, mtime, ctime, inode) of every file: changes when any does
+
+
+def _inside(root_real: str, path: str) -> bool:
+    real = os.path.realpath(path)
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+
+def scan(paths, *, follow_symlinks: bool = False) -> Scan:
+    """Expand ``paths`` into runs; a directory that is not itself a run is walked (sorted, deterministic)."""
+    out = Scan()
+    for p in paths:
+        p = os.fspath(p)
+        if not os.path.exists(p):
+            out.problems.append((p, f"{p}: no such file or directory"))
+            continue
+        if kind := detect(p):
+            out.runs.append((kind, p, p))
+            continue
+        found = _walk(p, follow_symlinks, out.ignored) if os.path.isdir(p) else []
+        if not found:
+            out.problems.append((p, f"{p}: not a profile perflake can read, and no profiles found inside"))
+        out.runs += found
+    return out
+
+
+def _walk(root: str, follow: bool, ignored: list) -> list[tuple[str, str, str]]:
+    root_real = os.path.realpath(root)
+    found, seen = [], set()
+    for top, dirs, files in os.walk(root, followlinks=follow):
+        real = os.path.realpath(top)
+        if real in seen:  # a cycle of symlinked directories
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs.sort()
+        if not follow:
+            for d in [d for d in dirs if os.path.islink(os.path.join(top, d))]:
+                dirs.remove(d)
+                ignored.append((os.path.join(top, d), f"{os.path.join(top, d)}: symlinked directory {FOLLOW_HINT}"))
+        if top != root and (kind := detect(top)):
+            found.append((kind, top, root))
+            dirs[:] = []
+            continue
+        for f in sorted(files):
+            fp = os.path.join(top, f)
+            if not follow and os.path.islink(fp) and not _inside(root_real, fp):
+                ignored.append((fp, f"{fp}: symlink to outside the scanned directory {FOLLOW_HINT}"))
+                continue
+            if kind := detect(fp):
+                found.append((kind, fp, root))
+    return found
+
+
+def describe(kind: str, path: str, root: str, *, follow_symlinks: bool = False) -> RunFiles:
+    """The input files of the run at ``path`` with a key of their metadata.  Raises, when a
+    file escapes the scanned directory ``root`` through a symlink (unless ``follow_symlinks``): SymlinkEscape;
+    a file that cannot be stat'ed: OSError."""
+    files = sorted(get_reader(kind).files(path))
+    base = path if os.path.isdir(path) else os.path.dirname(path)
+    check = not follow_symlinks and os.path.isdir(root)
+    root_real = os.path.realpath(root) if check else ""
+    h = hashlib.sha256()
+    total = 0
+    for f in files:
+        if check and _through_link(f, base) and not _inside(root_real, f):
+            raise SymlinkEscape(f"{f}: symlink to outside the scanned directory {FOLLOW_HINT}")
+        st = os.stat(f)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{f}: not a regular file")
+        rel = os.path.relpath(f, base)
+        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n".encode())
+        total += st.st_size
+    return RunFiles(files, total, h.hexdigest())
+
+
+def _through_link(f: str, base: str) -> bool:
+    """Whether ``f`` or a directory between ``base`` and it is a symlink (cheap: lstat per component)."""
+    if os.path.islink(f):
+        return True
+    d = os.path.dirname(f)
+    while len(d) > len(base) and d.startswith(base):
+        if os.path.islink(d):
+            return True
+        d = os.path.dirname(d)
+    return False
