@@ -45,6 +45,7 @@ class Catalog:
         self.fs, self.root = fsspec.core.url_to_fs(self.url, **(storage_options or {}))
         self.root = self.root.rstrip("/")
         self.local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
+        self.migrated: list[str] = []  # migrations applied when this lake was opened
         marker = f"{self.root}/{MARKER}"
         if self.fs.exists(marker):
             self._check_marker(marker)
@@ -61,22 +62,16 @@ class Catalog:
             for table in (RUNS, *DATA_TABLES, INGEST_LOG):
                 self.fs.makedirs(f"{self.root}/{table}", exist_ok=True)
             info = {"format": "perflake-lake", "schema_version": SCHEMA_VERSION,
-                    "created_at": dt.datetime.now(dt.timezone.utc).isoformat()}
+                    "created_at": dt.datetime.now(dt.timezone.utc).isoformat(), "migrations": []}
             self._atomic_write(marker, json.dumps(info, indent=1).encode())
         except OSError as exc:  # not creatable: a read-only or missing parent, a file in the way...
             raise LakeError(f"{self.url}: cannot create the lake ({exc.strerror or exc})") from None
 
     def _check_marker(self, marker: str) -> None:
-        try:
-            info = json.loads(self.fs.cat_file(marker))
-        except (ValueError, OSError) as exc:
-            raise LakeError(f"{marker}: unreadable lake marker ({exc})") from None
-        version = info.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise LakeError(
-                f"{marker}: lake schema version {version}, this perflake reads version {SCHEMA_VERSION}; "
-                "ingest the inputs again into a new lake"
-            )
+        """An older lake is migrated (named, recorded migrations: catalogs/migrations.py); a newer one refused."""
+        from perflake.catalogs import migrations
+
+        self.migrated = migrations.check(self)
 
     # -- paths ---------------------------------------------------------------------------------------------
     def path(self, table: str, batch: str) -> str:

@@ -11,6 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from perflake.catalogs.schema import SCHEMA_VERSION
+
 from perflake.normalize import normalize
 from perflake.readers import REGISTRY, detect, get_reader
 from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER
@@ -83,7 +85,7 @@ def test_catalog_row_is_complete(kind, ds, shared_data, lake):
     report = lake.ingest([shared_data(ds)])
     assert len(report.ingested) == 1, report.failed
     row = lake.runs().iloc[0]
-    assert row["format"] == kind and row["schema_version"] == 1
+    assert row["format"] == kind and row["schema_version"] == SCHEMA_VERSION
     assert row["ranks"] >= 1 and row["threads"] >= 1 and row["n_nodes"] >= 1 and row["n_files"] >= 1
     assert len(row["content_sha256"]) == 64 and row["run_id"] == row["content_sha256"][:16]
     assert len(row["metrics"]) >= 1 and isinstance(json.loads(row["metadata"]), dict)

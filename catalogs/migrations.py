@@ -1,0 +1,110 @@
+"""Schema versions of a lake and the named migrations between them.
+
+A lake records its schema version in ``perflake.json`` (catalogs/schema.py ``MARKER``), and every migration
+applied to it by name, time and perflake version under ``"migrations"``.  Opening a lake of an older version
+applies the missing migrations in order, under the commit lock (so concurrent openers migrate once), then
+rewrites the marker atomically; each migration is idempotent, so a crash in the middle is finished by the
+next opener.  A lake that cannot be written (read-only storage) is not migrated: the error says to run
+``perflake migrate --lake L`` with write access.  A lake of a newer version than this perflake, or of a
+version no migration leads from, is refused with what to do.
+
+Adding a schema change: bump ``SCHEMA_VERSION`` in catalogs/schema.py and append a :class:`Migration`
+from the previous version here, with a test that opens a lake of the previous version.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+from perflake.catalogs.schema import INGEST_LOG, MARKER, SCHEMA_VERSION
+from perflake.errors import LakeError
+
+
+@dataclass(frozen=True)
+class Migration:
+    name: str
+    from_version: int
+    to_version: int
+    apply: Callable  # (catalog) -> None; idempotent
+    summary: str
+
+
+def _add_ingest_log(cat) -> None:
+    cat.fs.makedirs(f"{cat.root}/{INGEST_LOG}", exist_ok=True)
+
+
+MIGRATIONS = (
+    Migration("0001-ingest-log", 1, 2, _add_ingest_log,
+              "adds the ingest_log/ folder: one Parquet file of attempts per ingest (perflake.ingest_log)"),
+)
+
+
+def pending(version: int) -> list[Migration]:
+    """The migrations from ``version`` to SCHEMA_VERSION, in order; LakeError when there is no such path."""
+    path, at = [], version
+    while at != SCHEMA_VERSION:
+        step = next((m for m in MIGRATIONS if m.from_version == at), None)
+        if step is None:
+            break
+        path.append(step)
+        at = step.to_version
+    if at != SCHEMA_VERSION:
+        raise LakeError(f"lake schema version {version!r} has no migration to version {SCHEMA_VERSION}: ingest the "
+                        "inputs again into a new lake (perflake ingest SOURCES --lake NEW_LAKE)")
+    return path
+
+
+def read_marker(cat) -> dict:
+    marker = f"{cat.root}/{MARKER}"
+    try:
+        info = json.loads(cat.fs.cat_file(marker))
+    except (ValueError, OSError) as exc:
+        raise LakeError(f"{marker}: unreadable lake marker ({exc})") from None
+    if not isinstance(info, dict) or info.get("format") != "perflake-lake":
+        raise LakeError(f"{marker}: not a perflake lake marker")
+    return info
+
+
+def check(cat, *, migrate: bool = True) -> list[str]:
+    """Make sure the lake of ``cat`` is at SCHEMA_VERSION, migrating it when ``migrate``; returns the names of
+    the migrations applied now."""
+    info = read_marker(cat)
+    version = info.get("schema_version")
+    if version == SCHEMA_VERSION:
+        return []
+    marker = f"{cat.root}/{MARKER}"
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise LakeError(f"{marker}: lake schema version {version} was written by a newer perflake (this one reads "
+                        f"up to {SCHEMA_VERSION}): upgrade perflake")
+    steps = pending(version if isinstance(version, int) else -1)
+    if not migrate:
+        raise LakeError(f"{marker}: lake schema version {version}, this perflake needs {SCHEMA_VERSION}: run "
+                        f"perflake migrate --lake {cat.url} ({', '.join(m.name for m in steps)})")
+    return _apply(cat, marker)
+
+
+def _apply(cat, marker: str) -> list[str]:
+    from perflake import __version__
+
+    info = read_marker(cat)
+    try:
+        with cat.commit_lock():
+            info = read_marker(cat)  # another process may have migrated meanwhile
+            done = []
+            for step in pending(info.get("schema_version") if isinstance(info.get("schema_version"), int) else -1):
+                step.apply(cat)
+                info["schema_version"] = step.to_version
+                info.setdefault("migrations", []).append({
+                    "name": step.name, "from": step.from_version, "to": step.to_version,
+                    "applied_at": dt.datetime.now(dt.timezone.utc).isoformat(), "perflake": __version__,
+                })
+                cat._atomic_write(marker, json.dumps(info, indent=1).encode())  # one step at a time
+                done.append(step.name)
+            return done
+    except OSError as exc:
+        raise LakeError(f"{marker}: lake schema version {info.get('schema_version')} needs migrating to "
+                        f"{SCHEMA_VERSION} and the lake is not writable here ({exc.strerror or exc}): run "
+                        f"perflake migrate --lake {cat.url} with write access") from None

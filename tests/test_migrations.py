@@ -1,0 +1,107 @@
+"""Schema versions: an older lake is migrated by named, recorded migrations; a newer or unknown one is refused
+with what to do; a read-only old lake is left alone with the command to run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perflake import Lake
+from perflake.catalogs import migrations
+from perflake.catalogs.schema import INGEST_LOG, MARKER, SCHEMA_VERSION
+from perflake.cli import main
+from perflake.errors import LakeError
+from perflake.generators.tau import write_tau_runs
+
+
+def _as_version_1(root) -> None:
+    """What a lake written by perflake with schema version 1 looks like: no ingest_log/, marker version 1."""
+    for part in sorted((root / INGEST_LOG).glob("*"), reverse=True):
+        part.unlink()
+    (root / INGEST_LOG).rmdir()
+    info = json.loads((root / MARKER).read_text())
+    info["schema_version"] = 1
+    info.pop("migrations", None)
+    (root / MARKER).write_text(json.dumps(info))
+
+
+@pytest.fixture
+def old_lake(tmp_path):
+    src = write_tau_runs(tmp_path / "src", nodes=20, ranks=2, runs=2, seed=3)
+    root = tmp_path / "lake"
+    Lake(root).ingest(src)
+    before = Lake(root).sql("select run_id, n_nodes from runs order by run_id")
+    _as_version_1(root)
+    return root, src, before
+
+
+def test_the_migration_path_reaches_this_version():
+    assert SCHEMA_VERSION == 2
+    assert [m.name for m in migrations.pending(1)] == ["0001-ingest-log"]
+    assert migrations.pending(SCHEMA_VERSION) == []
+    names = [m.name for m in migrations.MIGRATIONS]
+    assert len(set(names)) == len(names) and all(m.to_version == m.from_version + 1 for m in migrations.MIGRATIONS)
+
+
+def test_opening_an_old_lake_migrates_it_and_records_the_migration(old_lake):
+    root, src, before = old_lake
+    lake = Lake(root)
+    assert lake.catalog().migrated == ["0001-ingest-log"]
+    info = json.loads((root / MARKER).read_text())
+    assert info["schema_version"] == SCHEMA_VERSION
+    assert [(m["name"], m["from"], m["to"]) for m in info["migrations"]] == [("0001-ingest-log", 1, 2)]
+    assert (root / INGEST_LOG).is_dir()
+    assert lake.sql("select run_id, n_nodes from runs order by run_id").equals(before)  # data untouched
+    assert Lake(root).catalog().migrated == []  # once
+    report = Lake(root).ingest(src)  # and the lake works on: already-present runs recognised
+    assert not report.ingested and len(report.skipped) == 2
+    assert Lake(root).sql("select count(*) as n from ingest_log").loc[0, "n"] >= 2
+
+
+def test_a_newer_lake_is_refused_with_what_to_do(old_lake):
+    root, _, _ = old_lake
+    info = json.loads((root / MARKER).read_text())
+    info["schema_version"] = SCHEMA_VERSION + 1
+    (root / MARKER).write_text(json.dumps(info))
+    with pytest.raises(LakeError, match="written by a newer perflake .*upgrade perflake"):
+        Lake(root).runs()
+
+
+def test_an_unknown_version_is_refused_with_what_to_do(old_lake):
+    root, _, _ = old_lake
+    info = json.loads((root / MARKER).read_text())
+    info["schema_version"] = 0
+    (root / MARKER).write_text(json.dumps(info))
+    with pytest.raises(LakeError, match="no migration to version .*ingest the inputs again into a new lake"):
+        Lake(root).runs()
+
+
+def test_a_read_only_old_lake_is_not_touched(old_lake, monkeypatch):
+    """Storage that refuses writes (simulated: the tests run as root, which chmod cannot stop)."""
+    import contextlib
+    import errno
+
+    from perflake.catalogs.catalog import Catalog
+
+    root, _, _ = old_lake
+    marker = (root / MARKER).read_bytes()
+
+    @contextlib.contextmanager
+    def read_only(self, timeout=None):
+        raise OSError(errno.EROFS, "Read-only file system")
+        yield
+
+    monkeypatch.setattr(Catalog, "commit_lock", read_only)
+    with pytest.raises(LakeError, match="not writable here .*perflake migrate --lake .* with write access"):
+        Lake(root).runs()
+    assert (root / MARKER).read_bytes() == marker and not (root / INGEST_LOG).exists()
+
+
+def test_migrate_command(old_lake, capsys):
+    root, _, _ = old_lake
+    assert main(["migrate", "--lake", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "applied 0001-ingest-log" in out and f"schema version {SCHEMA_VERSION}, up to date" in out
+    assert main(["migrate", "--lake", str(root)]) == 0
+    assert "applied" not in capsys.readouterr().out
