@@ -29,7 +29,7 @@ def _array(column) -> np.ndarray:
 
 
 def _already_sorted(rank: np.ndarray, thread: np.ndarray) -> bool:
-    """Whether the rows are in (rank, thread) order already (readers write rank-major blocks)."""
+    """Whether the rows are in (rank, thread) order already (rank-major blocks: TAU, HPCToolkit)."""
     if len(rank) < 2:
         return True
     r0, r1 = rank[:-1], rank[1:]
@@ -39,6 +39,14 @@ def _already_sorted(rank: np.ndarray, thread: np.ndarray) -> bool:
         return True
     t0, t1 = thread[:-1], thread[1:]
     return bool(np.all((r1 > r0) | (t1 >= t0)))
+
+
+def _locations_ordered(key: np.ndarray, rank: np.ndarray, thread: np.ndarray) -> bool:
+    """Whether rows sorted by ``key`` have (rank, thread) ascending within each key (true when the input was
+    node-major, as Caliper writes: the stable sort by node then needs no second key)."""
+    same = key[1:] == key[:-1]
+    later = (rank[1:] > rank[:-1]) | ((rank[1:] == rank[:-1]) & (thread[1:] >= thread[:-1]))
+    return bool(np.all(~same | later))
 
 
 def _slices(per_node: np.ndarray) -> list[tuple[int, int]]:
@@ -97,12 +105,12 @@ def rekey(tables: list[tuple[int, pa.Table]], frame_counts: np.ndarray, position
     for a, b in _slices(per_node):
         rows = np.flatnonzero((g >= a) & (g < b)) if (a, b) != (0, len(per_node)) else np.arange(n)
         key = g[rows]
-        if by_location:
-            order = np.lexsort((thread[rows], rank[rows], key))
-        elif b - a <= 1 << 16:  # NumPy's stable sort of 16-bit keys is a radix sort
+        if b - a <= 1 << 16:  # NumPy's stable sort of 16-bit keys is a radix sort
             order = np.argsort((key - a).astype(np.uint16), kind="stable")
         else:
             order = np.argsort(key, kind="stable")
+        if by_location and not _locations_ordered(key[order], rank[rows[order]], thread[rows[order]]):
+            order = np.lexsort((thread[rows], rank[rows], key))  # input neither rank-major nor node-major
         rows = rows[order]
         stop = start + len(rows)
         out_node[start:stop] = node_ids[key[order]]

@@ -47,12 +47,14 @@ def _fast_split(raw: bytes):
     return raw[: m.end()] + raw[end - 1 :], body, seg.count(b"[")
 
 
-def _csv_columns(body: bytes, nrows: int, ncols: int):
+def _csv_columns(body: bytes, nrows: int, ncols: int, *, threads: bool = False):
+    """``threads``: parse with several threads (faster; for a file of one block, whose memory is small anyway
+    -- big files parse single-threaded, which keeps their peak memory low and steady)."""
     names = [f"c{i}" for i in range(ncols + 1)]  # every line ends with a comma: one empty last field
     convert = pacsv.ConvertOptions(column_types={n: pa.float64() for n in names[:ncols]}, null_values=["null"],
                                    include_columns=names[:ncols])
     try:
-        table = pacsv.read_csv(io.BytesIO(body), read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
+        table = pacsv.read_csv(io.BytesIO(body), read_options=pacsv.ReadOptions(column_names=names, use_threads=threads),
                                parse_options=pacsv.ParseOptions(quote_char=False), convert_options=convert)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
@@ -159,6 +161,13 @@ def _blocks(fh, start: int, stop: int, ncols: int):
     """The rows between ``start`` and ``stop`` (the last row's closing bracket included) as float64
     columns, parsed block by block into columns allocated once (a first pass counts the rows); None when
     a block is not one row per line of numbers."""
+    if stop - start <= BLOCK:  # one block: parse it whole, no counting pass
+        fh.seek(start)
+        block = fh.read(stop - start)
+        if b'"' in block or b"{" in block:
+            return None
+        body = block.translate(None, b"[] \t\r") + b","
+        return _csv_columns(body, block.count(b"["), ncols, threads=True)
     total = _count_rows(fh, start, stop)
     cells = [np.empty(total, np.float64) for _ in range(ncols)]
     fh.seek(start)

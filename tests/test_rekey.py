@@ -11,7 +11,7 @@ from perflake.normalize import MAX_DEPTH, _nan_to_null, _rekey, _with_run
 from perflake.readers.base import ProfileRows
 
 
-def _rows(seed: int, n_nodes: int, ranks: int, shuffle: bool) -> ProfileRows:
+def _rows(seed: int, n_nodes: int, ranks: int, layout: str) -> ProfileRows:
     rng = np.random.default_rng(seed)
     parents = [-1] + [int(rng.integers(0, i)) for i in range(1, n_nodes)]
     frames = pa.table({
@@ -26,7 +26,9 @@ def _rows(seed: int, n_nodes: int, ranks: int, shuffle: bool) -> ProfileRows:
     })
     lid = np.tile(np.arange(n_nodes), ranks)
     rank = np.repeat(np.arange(ranks) - 1, n_nodes)  # rank -1: a summary profile
-    order = rng.permutation(len(lid)) if shuffle else np.arange(len(lid))
+    order = {"random": rng.permutation(len(lid)), "rank-major": np.arange(len(lid)),
+             "node-major": np.lexsort((rank, lid))}[layout]  # TAU/HPCToolkit write rank-major, Caliper node-major
+    shuffle = layout == "random"
     values = pa.table({
         "local_id": pa.array(lid[order].astype(np.int32)),
         "rank": pa.array(rank[order].astype(np.int32)),
@@ -36,7 +38,7 @@ def _rows(seed: int, n_nodes: int, ranks: int, shuffle: bool) -> ProfileRows:
     return ProfileRows(frames=frames, values=values, metrics=[], source=f"seed{seed}", format="test")
 
 
-@given(st.integers(0, 10_000), st.lists(st.tuples(st.integers(1, 40), st.integers(1, 5), st.booleans()),
+@given(st.integers(0, 10_000), st.lists(st.tuples(st.integers(1, 40), st.integers(1, 5), st.sampled_from(["random", "rank-major", "node-major"])),
                                         min_size=1, max_size=4), st.sampled_from([1, 7, 1 << 20]))
 @settings(max_examples=40, deadline=None)
 def test_rekey_equals_sql_rekey_metrics(seed, shapes, slice_rows):
