@@ -13,11 +13,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "demo-data"
 LAKE = ROOT / "demo-lake"
+OUT = ROOT / "demo-out"
 PERFLAKE = [sys.executable, "-m", "perflake.cli"]
 
 
 def step(title: str, *args: str) -> str:
-    print(f"\n=== {title}\n$ perflake {' '.join(args)}", flush=True)
+    print((f"\n=== {title}\n" if title else "") + f"$ perflake {' '.join(args)}", flush=True)
     proc = subprocess.run([*PERFLAKE, *args], capture_output=True, text=True)
     sys.stdout.write(proc.stdout)
     sys.stderr.write(proc.stderr)
@@ -27,7 +28,7 @@ def step(title: str, *args: str) -> str:
 
 
 def main() -> None:
-    for d in (DATA, LAKE):
+    for d in (DATA, LAKE, OUT):
         shutil.rmtree(d, ignore_errors=True)
     step("Generate 8 TAU runs x 16 ranks (real TAU format, deterministic)",
          "generate", "tau", str(DATA), "--nodes", "300", "--ranks", "16", "--runs", "8", "--seed", "42")
@@ -48,7 +49,12 @@ def main() -> None:
          "sql", """select n.name, count(distinct m.run_id) as runs, round(sum(m."time") / 1e6, 3) as total_s
                    from metrics m join nodes n using (run_id, node_id)
                    group by n.name order by total_s desc limit 5""", "--lake", str(LAKE))
-    print(f"\nThe lake is in {LAKE}; try: .venv/bin/perflake sql 'select * from runs' --lake {LAKE.name}")
+    OUT.mkdir(exist_ok=True)
+    step("Pictures: a flame graph of the first run and its imbalance per call path",
+         "flamegraph", ids[0], "--lake", str(LAKE), "-o", str(OUT / "flamegraph.svg"))
+    step("", "plot", "imbalance", ids[0], "--lake", str(LAKE), "--top", "15", "-o", str(OUT / "imbalance.png"))
+    print(f"\nThe lake is in {LAKE}, pictures in {OUT}; try: .venv/bin/perflake sql 'select * from runs' "
+          f"--lake {LAKE.name}")
 
 
 if __name__ == "__main__":
