@@ -103,11 +103,17 @@ HATCHET_LULESH_TWO_METRICS = """\
 """
 
 
-def test_tree_matches_hatchet_on_caliper_json(shared_data):
-    """Hatchet's Caliper readers default to the exclusive ``time``; perflake's default_metric is ``time (inc)``
-    for every format with the pair, so the metric is named here (the layout and values are the same)."""
-    gf = perflake.read_caliper(shared_data("caliper-lulesh-json") / "lulesh-annotation-profile.json")
-    assert gf.tree(metric_column="time", render_header=False, colour=False) == HATCHET_LULESH
+def test_tree_matches_hatchet_on_caliper_json(shared_data, tmp_path):
+    """Hatchet's Caliper readers default to the exclusive ``time`` (its TAU reader to ``time (inc)``):
+    perflake picks the same default per format, read directly or from a lake."""
+    path = shared_data("caliper-lulesh-json") / "lulesh-annotation-profile.json"
+    gf = perflake.read_caliper(path)
+    assert gf.default_metric == "time"
+    assert gf.tree(render_header=False, colour=False) == HATCHET_LULESH
+    lake = perflake.Lake(tmp_path / "lake")
+    (run,) = lake.ingest([path]).ingested
+    assert lake.graphframe(run).tree(render_header=False, colour=False) == HATCHET_LULESH
+    assert perflake.read_tau(shared_data("tau-cpi-mpi")).default_metric == "time (inc)"
     two = gf.tree(metric_column=["time (inc)", "time"], precision=0, depth=3, render_header=False, colour=False)
     assert two == HATCHET_LULESH_TWO_METRICS
 
