@@ -24,6 +24,8 @@ pandas in a fixed order, so every scheduler gives bit-identical results.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -115,12 +117,15 @@ def _order(df: pd.DataFrame, top: int | None) -> pd.DataFrame:
 
 def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent: str = "exclude", k: int = 3,
               ddof: int = 1, where: str | None = None, scheduler=None,
-              task_rows: int = parallel.DEFAULT_TASK_ROWS) -> pd.DataFrame:
+              task_rows: int | None = None) -> pd.DataFrame:
     """Per call path of each run (all runs, ``runs`` ids/prefixes, and/or ``where`` SQL on the catalog):
     statistics over locations and imbalance = max/mean (module docstring); most imbalanced first.
 
     ``scheduler``: None (local threads), "synchronous", "processes", "tcp://host:port" or a
-    distributed.Client (see pipeline/parallel.py); ``task_rows`` bounds the metric rows of one task.
+    distributed.Client (see pipeline/parallel.py); ``task_rows`` bounds the metric rows of one task.  By
+    default a run is cut into rank ranges only on a distributed cluster (to bound a worker's memory): every
+    such task scans the run's whole file (it is sorted by node), so on this machine one task per run is
+    faster and DuckDB spreads it over the cores itself.
     """
     _check(absent, k, ddof)
     sel = ensemble.select(lake, runs=runs, where=where)
@@ -134,12 +139,19 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
         if runs is not None and len(rows) < len(sel.runs):
             missing = sorted(set(sel.runs["run_id"]) - set(rows["run_id"]))
             raise LakeError(f"run {missing[0]} has no metric {m!r}")
-        for t in parallel.plan(rows.to_dict("records"), lambda b: cat.files("metrics", [b]), task_rows=task_rows):
+        local = scheduler is None or isinstance(scheduler, str) and scheduler.lower() in parallel.LOCAL_SCHEDULERS
+        for t in parallel.plan(rows.to_dict("records"), lambda b: cat.files("metrics", [b]),
+                               task_rows=task_rows or parallel.DEFAULT_TASK_ROWS,
+                               split_ranks=task_rows is not None or not local):
             scan = {"files": t["files"], "run_ids": t["run_ids"], "metric": m, "rank_lo": t["rank_lo"],
                     "rank_hi": t["rank_hi"]}
-            specs.append(dict(name="imbalance_partial", params={"k": k},
+            one_thread = bool((rows[rows["run_id"].isin(t["run_ids"])]["threads"].fillna(1) <= 1).all())
+            specs.append(dict(name="imbalance_partial", params={"k": k, "one_thread": one_thread},
                               views={"imbalance_source": ("imbalance_scan", scan)},
                               filesystem=None if cat.local else cat.fs))
+    if local:  # fewer tasks than cores (one big run): give each task's DuckDB the cores left over
+        for spec in specs:
+            spec["threads"] = max(1, (os.cpu_count() or 1) // len(specs))
     results = parallel.fan_out(parallel.sql_task, specs, scheduler=scheduler)
     metric_of = [s["views"]["imbalance_source"][1]["metric"] for s in specs]
     stats = merge_partials(pa.concat_tables([_label(r, m, i) for i, (r, m) in enumerate(zip(results, metric_of))]),
@@ -162,7 +174,9 @@ def graphframe_imbalance(gf, *, metric=None, top: int | None = None, absent: str
     parts = []
     for m in metrics:
         table = metrics_table(df, [m]).rename_columns(["run_id", "node_id", "rank", "thread", "value"])
-        part = parallel.sql_task("imbalance_partial", {"k": k}, tables={"imbalance_source": table})
+        one_thread = not pc.any(pc.not_equal(table.column("thread"), 0)).as_py()
+        part = parallel.sql_task("imbalance_partial", {"k": k, "one_thread": one_thread},
+                                 tables={"imbalance_source": table})
         parts.append(_label(part, m, 0))
     stats = merge_partials(pa.concat_tables(parts), absent=absent, k=k, ddof=ddof)
     ids = node_ids(df)

@@ -2,7 +2,9 @@
 -- purpose: mergeable per-rank statistics of every call path over the locations (rank >= 0, thread) of one
 --          task's input, where the node has a value; pipeline/imbalance.py merges the partials of a run's
 --          rank ranges and applies absent='exclude' or 'zero'
--- params: $k (how many top ranks to keep)
+-- params: $k (how many top ranks to keep), $one_thread (true when every location of the input is thread 0
+--         of its rank: a rank's value is then its one value, and the per-rank grouping, costly over
+--         10 million rows, is skipped)
 -- input: imbalance_source(run_id, node_id, rank, thread, value) from sql/imbalance_scan.sql or a GraphFrame
 -- output: run_id, node_id, n (locations with a value), total (sum), m2 (sum of squared deviations from
 --         the partial mean), min, max, top_ranks, top_values (the $k ranks with the largest value, a rank's
@@ -36,8 +38,17 @@ per_rank as (
         run_id,
         node_id,
         rank,
+        value
+    from measured
+    where $one_thread
+    union all
+    select
+        run_id,
+        node_id,
+        rank,
         max(value) as value
     from measured
+    where not $one_thread
     group by run_id, node_id, rank
 ),
 
@@ -54,7 +65,7 @@ top as (
 locations as (
     select
         run_id,
-        count(distinct row(rank, thread)) as locations
+        count(distinct rank::bigint * 4294967296 + thread) as locations
     from source
     group by run_id
 ),
