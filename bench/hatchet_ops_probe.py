@@ -1,12 +1,15 @@
 """Hatchet side of bench/bench_ops.py -- run with the *bench* venv: .bench-venv/bin/python.
 
-    .bench-venv/bin/python bench/hatchet_ops_probe.py RUN_DIR --threshold T --inc-threshold X --dump OUT.npz
+    .bench-venv/bin/python bench/hatchet_ops_probe.py RUN --threshold T --inc-threshold X --dump OUT.npz
+                                                      [--format tau|caliper]
                                                       [--ops uic,filter,query-object,query-string]
                                                       [--max-load 0.7] [--poll 10] [--max-wait 600]
                                                       [--op-limit SECONDS]
 
-Loads the TAU run once with ``hatchet.GraphFrame.from_tau(RUN_DIR)`` (timed for the record, not a target), then
-times each operation once, in this order, each after waiting until the 1-minute load average is below
+Loads the run once (timed for the record, not a target) -- ``--format tau`` (default):
+``hatchet.GraphFrame.from_tau(RUN)`` on a TAU run directory; ``--format caliper``:
+``hatchet.GraphFrame.from_caliper(RUN, node_ordering=False)`` on a Caliper json-split file (the default
+``node_ordering=True`` raises KeyError on files without a ``Node order`` column) -- then times each operation once, in this order, each after waiting until the 1-minute load average is below
 ``--max-load`` (polled every ``--poll`` s, at most ``--max-wait`` s, then measured anyway):
 
 ==============  ==================================================================================================
@@ -23,7 +26,8 @@ query-string    the same two calls with the string dialect
                 ``(".", a)``; recorded as ``string_form_rejected`` in the RESULT)
 ==============  ==================================================================================================
 
-``--op-limit`` (default: none) stops an operation that runs longer (SIGALRM; recorded as ``stopped``).
+``--op-limit`` (default: none) stops an operation that runs longer (SIGALRM; recorded as ``stopped``, no result
+dumped for it); the worker processes of a stopped ``filter`` are terminated, and the next operation runs.
 
 Outside the timers, the results are written to OUT.npz for the correctness check (call-path keys: frame names
 root first, joined by ``\\x1f``; ``paths`` holds them, the ``*_pidx`` arrays index into it):
@@ -36,6 +40,7 @@ root first, joined by ``\\x1f``; ``paths`` holds them, the ``*_pidx`` arrays ind
 The last stdout line is ``RESULT {json}`` (timings, loads, row counts).  Only the public API is used.
 """
 
+import gc
 import json
 import os
 import resource
@@ -45,6 +50,7 @@ import time
 
 SEP = "\x1f"
 OPS = ("uic", "filter", "query-object", "query-string")
+FORMATS = ("tau", "caliper")
 
 t_import = time.perf_counter()
 import hatchet  # noqa: E402
@@ -59,7 +65,7 @@ def log(msg: str) -> None:
 
 def parse_args(argv):
     a = {"run": None, "threshold": None, "inc_threshold": None, "dump": None, "ops": list(OPS), "max_load": 0.7,
-         "poll": 10.0, "max_wait": 600.0, "op_limit": None}
+         "poll": 10.0, "max_wait": 600.0, "op_limit": None, "format": "tau"}
     it = iter(argv[1:])
     for arg in it:
         if arg == "--threshold":
@@ -78,12 +84,16 @@ def parse_args(argv):
             a["max_wait"] = float(next(it))
         elif arg == "--op-limit":
             a["op_limit"] = float(next(it))
+        elif arg == "--format":
+            a["format"] = next(it)
         elif a["run"] is None:
             a["run"] = arg
         else:
             raise SystemExit(f"unexpected argument {arg!r}")
     if a["run"] is None or a["threshold"] is None or a["inc_threshold"] is None or a["dump"] is None:
-        raise SystemExit("usage: hatchet_ops_probe.py RUN_DIR --threshold T --inc-threshold X --dump OUT.npz")
+        raise SystemExit("usage: hatchet_ops_probe.py RUN --threshold T --inc-threshold X --dump OUT.npz")
+    if a["format"] not in FORMATS:
+        raise SystemExit(f"unknown --format {a['format']!r}; known: {', '.join(FORMATS)}")
     bad = [o for o in a["ops"] if o not in OPS]
     if bad:
         raise SystemExit(f"unknown op(s) {bad}; known: {', '.join(OPS)}")
@@ -91,8 +101,12 @@ def parse_args(argv):
 
 
 def num(x: float) -> str:
-    """A threshold as both dialects read it (the benchmark passes whole numbers)."""
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
+    """A threshold as both dialects read it: a whole number, or a positional decimal (never 1e-05 notation) that
+    parses back to the same float; the same text as bench_ops.num."""
+    from decimal import Decimal
+
+    x = float(x)
+    return str(int(x)) if x.is_integer() else format(Decimal(repr(x)), "f")
 
 
 def queries(inc_threshold: float) -> dict:
@@ -135,6 +149,28 @@ def _alarm(_sig, _frame):
     raise Stopped()
 
 
+def stop_children() -> int:
+    """Terminate the worker processes a stopped call left behind (Hatchet's filter starts one per CPU with the
+    ``multiprocess`` package, the dill-based fork of ``multiprocessing``, and waits for them; non-daemon, they
+    would block this process's exit, stuck writing their results into a queue nobody reads)."""
+    import importlib
+
+    kids = []
+    for mod in ("multiprocess", "multiprocessing"):
+        try:
+            kids += importlib.import_module(mod).active_children()
+        except ImportError:
+            pass
+    for p in kids:
+        p.terminate()
+    for p in kids:
+        p.join(10)
+        if p.is_alive():
+            p.kill()
+            p.join(10)
+    return len(kids)
+
+
 def timed(fn, limit):
     """(seconds, result or None, stopped?) of one call, stopped past `limit` seconds."""
     if limit:
@@ -145,7 +181,11 @@ def timed(fn, limit):
         out = fn()
         return time.perf_counter() - t, out, False
     except Stopped:
-        return time.perf_counter() - t, None, True
+        s = time.perf_counter() - t
+        n = stop_children()
+        if n:
+            log(f"terminated {n} worker process(es) of the stopped call")
+        return s, None, True
     finally:
         if limit:
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -196,15 +236,21 @@ def main(argv) -> int:
     a = parse_args(argv)
     info = {"import_s": t_import, "hatchet_version": getattr(hatchet, "__version__", None),
             "threshold": a["threshold"], "inc_threshold": a["inc_threshold"], "ops": {}}
+    info["format"] = a["format"]
     t = time.perf_counter()
-    gf = hatchet.GraphFrame.from_tau(a["run"])
-    info["from_tau_s"] = time.perf_counter() - t
+    if a["format"] == "caliper":
+        info["loader"] = "GraphFrame.from_caliper(path, node_ordering=False)"
+        gf = hatchet.GraphFrame.from_caliper(a["run"], node_ordering=False)
+    else:
+        info["loader"] = "GraphFrame.from_tau(run)"
+        gf = hatchet.GraphFrame.from_tau(a["run"])
+    info["load_s"] = time.perf_counter() - t
     info["rss_after_load_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     info["rows"] = len(gf.dataframe)
     info["nodes"] = len(gf.graph)
     info["index"] = [str(n) for n in gf.dataframe.index.names]
     info["exc_metrics"], info["inc_metrics"] = list(gf.exc_metrics), list(gf.inc_metrics)
-    log(f"from_tau: {info['from_tau_s']:.1f} s, {info['rows']:,} rows, {info['nodes']:,} nodes")
+    log(f"{info['loader']}: {info['load_s']:.1f} s, {info['rows']:,} rows, {info['nodes']:,} nodes")
     paths = Paths()
     orig = paths.of_graph(gf.graph)
     out = {}
@@ -256,6 +302,8 @@ def main(argv) -> int:
             res, stopped = measure(f"{op} engine", lambda: gf.query_engine.apply(qobj, gf.graph, gf.dataframe))
             if not stopped:
                 out[f"{key}_engine_pidx"] = np.array(sorted(orig[n] for n in res), dtype=np.int64)
+            del res
+        gc.collect()  # what a stopped call left behind
     info["rss_end_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     np.savez(a["dump"], paths=paths.array(), **out)
     info["dump"] = a["dump"]

@@ -33,4 +33,6 @@ rc=0
 rc=0
 .venv/bin/python bench/bench_ops.py "$@" || rc=$?
 [ "$rc" -gt "$status" ] && status=$rc
+# multi-run analytics (issue 5): bench_analytics.py (ingest of 10,000 .cali / 100 runs, groupby, ensemble, imbalance; --only NAME)
+rc=0; .venv/bin/python bench/bench_analytics.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
 exit "$status"
