@@ -34,7 +34,7 @@ from xml.sax.saxutils import escape, quoteattr
 import numpy as np
 
 from perflake.errors import RenderError
-from perflake.folded import inclusive_metric, node_labels, node_values
+from perflake.node_values import inclusive_metric, node_labels, node_values
 
 PAD, TOP, NAN_GREY = 10.0, 44.0, "#c8c8c8"
 COLOUR_FLOOR = 0.2  # the smallest value takes the colour map at 20%, not its near-background start
@@ -243,7 +243,8 @@ def save(gf, path, metric: str | None = None, *, rank: int = 0, thread: int = 0,
     if suffix not in OUTPUTS:
         raise RenderError(f"{path}: cannot write {suffix or 'a file without suffix'!r} (use {', '.join(OUTPUTS)})")
     if suffix == ".folded":
-        from perflake.folded import exclusive_metric, to_flamegraph
+        from perflake.folded import to_flamegraph
+        from perflake.node_values import exclusive_metric
 
         text = to_flamegraph(gf, exclusive_metric(gf, metric), rank=rank, thread=thread, aggregate=aggregate, sep=sep)
         path.write_text(text, encoding="utf-8")

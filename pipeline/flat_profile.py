@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from perflake.errors import RenderError
-from perflake.folded import align, exclusive_metric, metric_names, per_node
+from perflake.node_values import align, exclusive_metric, metric_names, per_node
 from perflake.frame_tables import node_ids
 
 

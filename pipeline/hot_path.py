@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from perflake.errors import RenderError
-from perflake.folded import inclusive_metric, node_values
+from perflake.node_values import inclusive_metric, node_values
 
 
 def _start(gf, start_node, value) -> object:

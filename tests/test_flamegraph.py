@@ -16,7 +16,8 @@ import perflake
 from perflake import flamegraph
 from perflake.cli import main
 from perflake.errors import RenderError
-from perflake.folded import node_values, to_dot, to_flamegraph
+from perflake.folded import to_dot, to_flamegraph
+from perflake.node_values import node_values
 from perflake.generators import WRITERS
 from perflake.graph import Frame, Graph, Node
 from perflake.graphframe import GraphFrame
