@@ -340,3 +340,17 @@ def test_multi_rank_callable_receives_the_nodes_rows():
     assert paths(gf, q) == [
         "main/a", "main/b/c",
     ]
+
+
+@pytest.mark.parametrize("mode", ["any", "all"])
+def test_name_predicates_follow_an_edited_name_column(mode):
+    """Frame attributes are tested per node while the column holds the frames' values; after a user edits
+    one row, the per-row semantics (any/all over the node's rows) hold again."""
+    gf = L.graphframe(L.RANKS_GRAPH)
+    q = [{"name": "c"}]
+    before = paths(gf, q, mode)
+    assert before == ["main/b/c"]
+    df = gf.dataframe
+    first_c = next(i for i, (node, _) in enumerate(df.index) if node.frame["name"] == "c")
+    df.iloc[first_c, df.columns.get_loc("name")] = "renamed"  # one rank's row of node c only
+    assert paths(gf, q, mode) == (["main/b/c"] if mode == "any" else [])
