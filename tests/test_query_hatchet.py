@@ -354,3 +354,16 @@ def test_name_predicates_follow_an_edited_name_column(mode):
     first_c = next(i for i, (node, _) in enumerate(df.index) if node.frame["name"] == "c")
     df.iloc[first_c, df.columns.get_loc("name")] = "renamed"  # one rank's row of node c only
     assert paths(gf, q, mode) == (["main/b/c"] if mode == "any" else [])
+
+
+@pytest.mark.parametrize("mode", ["any", "all"])
+def test_name_predicates_read_a_missing_name_per_row(mode):
+    """A row whose name was removed (missing) no longer holds its frame's value: that row fails the string
+    test, so "all" loses node c and "any" keeps it through its other ranks."""
+    gf = L.graphframe(L.RANKS_GRAPH)
+    df = gf.dataframe
+    first_c = next(i for i, (node, _) in enumerate(df.index) if node.frame["name"] == "c")
+    df.iloc[first_c, df.columns.get_loc("name")] = None
+    assert df["name"].isna().sum() == 1
+    assert paths(gf, [{"name": "c"}], mode) == (["main/b/c"] if mode == "any" else [])
+    assert paths(gf, 'MATCH (".", p) WHERE p."name" IS NONE', mode) == (["main/b/c"] if mode == "any" else [])

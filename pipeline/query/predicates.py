@@ -90,11 +90,13 @@ class NodeTable:
         if attr not in df.columns:
             return pd.Series([n.frame.attrs.get(attr) for n in t.nodes], dtype=object), False
         col = df[attr].reset_index(drop=True)
+        per_row = self.mode != "off" and self.multi
+        if per_row and (per_node := self._frame_column(attr, col)) is not None:
+            return per_node, False
         if not ptypes.is_numeric_dtype(col) and not ptypes.is_bool_dtype(col):
             col = col.astype(object)
-        if self.mode != "off" and self.multi:
-            per_node = self._frame_column(attr, col)
-            return (per_node, False) if per_node is not None else (col, True)
+        if per_row:
+            return col, True
         valid = self.codes >= 0
         grouped = col[valid].groupby(self.codes[valid], sort=False)
         if not self.multi:
@@ -110,23 +112,41 @@ class NodeTable:
         (as GraphFrame.from_tables builds it; a user may have changed it): testing 1,000 nodes instead of
         256,000 rows gives the same any/all answer.  A node without rows gets None (no string test passes),
         as a node without rows has no hit.  None when the column differs from the frames anywhere."""
-        if attr not in self.tables.frame_attrs or col.dtype != object:
+        if attr not in self.tables.frame_attrs or ptypes.is_numeric_dtype(col) or ptypes.is_bool_dtype(col):
             return None
         values = np.empty(self.n, dtype=object)
         values[:] = [n.frame.attrs.get(attr) for n in self.tables.nodes]
         valid = self.codes >= 0
-        rows = col.to_numpy()[valid]
-        if not np.array_equal(rows, values[self.codes[valid]]):  # identical objects compare fast
+        if not _same_as_frames(col, values, self.codes, valid):
             return None
         values[np.bincount(self.codes[valid], minlength=self.n) == 0] = None
         return pd.Series(values, dtype=object)
 
     def reduce(self, hits: np.ndarray) -> np.ndarray:
         """Per-row booleans -> per-node booleans with this table's mode ("any" or "all")."""
-        valid = self.codes >= 0
-        count = np.bincount(self.codes[valid], minlength=self.n)
-        true = np.bincount(self.codes[valid], weights=hits[valid].astype(float), minlength=self.n)
-        return true > 0 if self.mode == "any" else (count > 0) & (true == count)
+        if "count" not in self._cache:
+            self._cache["valid"] = valid = self.codes >= 0
+            self._cache["count"] = np.bincount(self.codes[valid], minlength=self.n)
+        valid, count = self._cache["valid"], self._cache["count"]
+        if self.mode == "any":
+            return np.bincount(self.codes[hits & valid], minlength=self.n) > 0
+        return (count > 0) & (np.bincount(self.codes[~hits & valid], minlength=self.n) == 0)
+
+
+def _same_as_frames(col: pd.Series, values: np.ndarray, codes: np.ndarray, valid: np.ndarray) -> bool:
+    """Whether every row of ``col`` (rows with ``valid``) holds ``values[codes]``, its node's frame value.
+    String columns are compared in Arrow (10M rows in ~0.15 s) without making a Python object per row."""
+    strings = all(v is None or isinstance(v, str) for v in values)
+    if strings and ptypes.is_string_dtype(col) and col.dtype != object:
+        rows = pa.array(col.array)
+        if not valid.all():
+            rows = rows.filter(pa.array(valid))
+        expected = pa.array(values, rows.type).take(pa.array(codes[valid]))
+        same = pc.or_(pc.fill_null(pc.equal(rows, expected), False),
+                      pc.and_(pc.is_null(rows), pc.is_null(expected)))
+        return bool(pc.all(same).as_py() is not False)
+    rows = col.to_numpy(dtype=object)[valid]
+    return bool(np.array_equal(rows, values[codes[valid]]))  # identical objects compare fast
 
 
 def _row_positions(index: pd.Index, node_ids: np.ndarray) -> np.ndarray:
