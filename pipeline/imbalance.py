@@ -146,7 +146,8 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
             scan = {"files": t["files"], "run_ids": t["run_ids"], "metric": m, "rank_lo": t["rank_lo"],
                     "rank_hi": t["rank_hi"]}
             one_thread = bool((rows[rows["run_id"].isin(t["run_ids"])]["threads"].fillna(1) <= 1).all())
-            specs.append(dict(name="imbalance_partial", params={"k": k, "one_thread": one_thread},
+            specs.append(dict(name="imbalance_partial", params={"k": k, "one_thread": one_thread,
+                                                                   "count_locations": absent == "zero"},
                               views={"imbalance_source": ("imbalance_scan", scan)},
                               filesystem=None if cat.local else cat.fs))
     if local:  # fewer tasks than cores (one big run): give each task's DuckDB the cores left over
@@ -175,7 +176,8 @@ def graphframe_imbalance(gf, *, metric=None, top: int | None = None, absent: str
     for m in metrics:
         table = metrics_table(df, [m]).rename_columns(["run_id", "node_id", "rank", "thread", "value"])
         one_thread = not pc.any(pc.not_equal(table.column("thread"), 0)).as_py()
-        part = parallel.sql_task("imbalance_partial", {"k": k, "one_thread": one_thread},
+        part = parallel.sql_task("imbalance_partial", {"k": k, "one_thread": one_thread,
+                                                      "count_locations": absent == "zero"},
                                  tables={"imbalance_source": table})
         parts.append(_label(part, m, 0))
     stats = merge_partials(pa.concat_tables(parts), absent=absent, k=k, ddof=ddof)

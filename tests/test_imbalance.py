@@ -9,8 +9,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from perflake import GraphFrame, Lake
+from perflake import GraphFrame, Lake, parallel
 from perflake.errors import LakeError, UnknownRun
 from perflake.generators import write_caliper_json_runs, write_tau_runs
 from perflake.imbalance import graphframe_imbalance, imbalance
@@ -181,3 +183,30 @@ def test_literal_frame_by_hand():
         want = hatchet_recipe(sub, "time", fill_zero=fill)
         mine = graphframe_imbalance(gf, metric="time", absent="zero" if fill else "exclude")
         pd.testing.assert_frame_equal(mine[["mean", "max", "imbalance"]], want.loc[mine.index], check_exact=False)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), k=st.integers(1, 4), threads=st.integers(1, 2))
+def test_top_ranks_break_ties_to_the_lower_rank(data, k, threads):
+    """sql/imbalance_partial.sql takes a quick top k (numeric key) and redoes only nodes whose k-th and
+    (k+1)-th values tie: against a sort by (value desc, rank asc) on values drawn from 3 levels, so that
+    ties inside the top k and at its boundary are frequent, on one-thread and multi-thread input."""
+    nodes, ranks = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 7))
+    rows = [(n, r, t) for n in range(nodes) for r in range(ranks) for t in range(threads)]
+    values = data.draw(st.lists(st.sampled_from([0.0, 1.5, 2.5, None]), min_size=len(rows), max_size=len(rows)))
+    order = data.draw(st.permutations(range(len(rows))))  # input order must not matter
+    src = pd.DataFrame([(*rows[i], values[i]) for i in order], columns=["node_id", "rank", "thread", "value"])
+    src.insert(0, "run_id", "r1")
+    src["node_id"] = src["node_id"].astype("uint64")
+    table = pa.Table.from_pandas(src, preserve_index=False)
+    got = parallel.sql_task("imbalance_partial", {"k": k, "one_thread": threads == 1, "count_locations": True},
+                            tables={"imbalance_source": table}).to_pandas().set_index("node_id")
+    measured = src.dropna(subset=["value"])
+    per_rank = measured.groupby(["node_id", "rank"], as_index=False)["value"].max()
+    per_rank = per_rank.sort_values(["node_id", "value", "rank"], ascending=[True, False, True])
+    assert sorted(got.index) == sorted(measured["node_id"].unique())
+    for node, grp in per_rank.groupby("node_id"):
+        assert list(got.loc[node, "top_ranks"]) == list(grp["rank"][:k]), node
+        assert list(got.loc[node, "top_values"]) == list(grp["value"][:k]), node
+        assert got.loc[node, "n"] == len(measured[measured["node_id"] == node])
+        assert got.loc[node, "locations"] == ranks * threads
