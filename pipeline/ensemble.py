@@ -122,13 +122,15 @@ def _where(table: pa.Table, where: str | None, metas: list[str]) -> tuple[list[s
 
 def select(lake, *, runs=None, where: str | None = None, group_by=None) -> Selection:
     """The runs chosen by ``runs`` (ids/prefixes) and ``where`` (SQL on the runs catalog), with group ids."""
-    table = lake.catalog().runs()
-    if runs is not None:
-        table = resolve_runs(table, runs)
     specs = list(dict.fromkeys(parse_key(g) for g in ([group_by] if isinstance(group_by, str) else group_by or [])))
     metas = [key for kind, key, _ in specs if kind == "meta"]
     columns = list(dict.fromkeys(["run_id", "batch", "n_nodes", "ranks", "threads", "metrics",
                                   *[key for kind, key, _ in specs if kind == "column"]]))
+    # a where clause or a metadata key reads any column; otherwise only these are read (the metadata JSON
+    # of 10,000 runs is most of the catalog's bytes)
+    table = lake.catalog().runs(columns=None if where or metas else columns)
+    if runs is not None:
+        table = resolve_runs(table, runs)
     slim = table.select(columns)  # the where sees every column; nothing else copies the metadata JSON
     meta = None
     if where or metas:
@@ -188,15 +190,17 @@ def group_stats(lake, rows: pd.DataFrame, metric: str, *, stats=("count", "mean"
     stats, probs = parse_stats(stats)
     cat = lake.catalog()
     selection = rows[["run_id", "group_id"]].reset_index(drop=True)
+    one = bool(((rows["ranks"] == 1) & (rows["threads"] == 1)).all())  # NULL (unknown) counts as not one
     with session(lake, con) as con:
         if scheduler is None:
             con.register("selection_t", selection)
             files = cat.files("metrics", rows["batch"].unique())
-            sqlfiles.relation(con, "ensemble_values", files=files, metric=metric).create_view("run_values_t")
+            sqlfiles.relation(con, "ensemble_values", files=files, metric=metric,
+                              one_location=one).create_view("run_values_t")
         else:
             distinct = rows.drop_duplicates("run_id").to_dict("records")
             tasks = parallel.plan(distinct, lambda b: cat.files("metrics", [b]), task_rows=task_rows, split_ranks=False)
-            specs = [dict(name="ensemble_values", params={"files": t["files"], "metric": metric},
+            specs = [dict(name="ensemble_values", params={"files": t["files"], "metric": metric, "one_location": one},
                           tables={"selection_t": selection[selection["run_id"].isin(t["run_ids"])]},
                           filesystem=None if cat.local else cat.fs) for t in tasks]
             parts = parallel.fan_out(parallel.sql_task, specs, scheduler=scheduler)

@@ -2,7 +2,10 @@
 -- purpose: the per-run value of one metric at every call path of the selected runs: the mean over the
 --          run's locations (rank >= 0, every thread) where the node has a value; absent rows and NULLs
 --          are excluded, rank -1 (a summary profile) is not a location
--- params: $files (metrics Parquet files holding the selected runs), $metric (metric column name)
+-- params: $files, $metric, $one_location
+--         $files: metrics Parquet files holding the selected runs; $metric: metric column name;
+--         $one_location: true when every selected run has one location (1 rank x 1 thread in the
+--         catalog): its value at a node is then its one row's value and the per-run grouping is skipped
 -- input: selection_t(run_id, group_id): the selected runs and the group of each (a run may be listed
 --        under several groups)
 -- output: group_id, run_id, node_id, value (DOUBLE); one row per group, run and node with a value
@@ -19,9 +22,16 @@ per_run as (
     select
         run_id,
         node_id,
+        value
+    from picked
+    where $one_location and value is not null
+    union all
+    select
+        run_id,
+        node_id,
         avg(value) as value
     from picked
-    where value is not null
+    where not $one_location and value is not null
     group by run_id, node_id
 ),
 

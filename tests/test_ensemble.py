@@ -93,6 +93,25 @@ def test_group_by_catalog_column_matches_pandas(tau_lake):
     assert set(got.reset_index()["count"]) <= {1, 2, 3} and (got["name"].notna()).all()
 
 
+def test_one_location_runs_skip_the_per_run_mean(tmp_path):
+    """Runs of one rank x one thread take the path without the per-run grouping (sql/ensemble_values.sql,
+    $one_location); with a 3-rank run added the grouped path runs.  Both equal pandas."""
+    lake = Lake(tmp_path / "lake")
+    lake.ingest(write_tau_runs(tmp_path / "one", nodes=40, ranks=1, runs=4, seed=8))
+    stats = ["count", "mean", "std", "min", "max"]
+    for _ in range(2):
+        runs = lake.catalog().runs().to_pandas()
+        single = bool(((runs["ranks"] == 1) & (runs["threads"] == 1)).all())
+        got = ensemble(lake, stats=stats).set_index("node_id")
+        want = pandas_ensemble(lake, []).droplevel(0)
+        assert got.index.sort_values().equals(want.index.sort_values())
+        pd.testing.assert_frame_equal(got.loc[want.index, stats], want[stats], check_dtype=False, rtol=1e-12)
+        if single:
+            assert got["count"].max() == 4
+            lake.ingest(write_tau_runs(tmp_path / "three", nodes=40, ranks=3, runs=1, seed=9))
+    assert not single and got["count"].max() == 5
+
+
 def test_where_ddof_and_metrics(tau_lake):
     got = ensemble(tau_lake, "nprocs >= 4 and app is not null", stats=("count", "std"), ddof=0,
                    metric=["time", "time (inc)"])
