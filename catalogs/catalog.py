@@ -95,7 +95,8 @@ class Catalog:
     def write_table(self, table_name: str, batch: str, table: pa.Table) -> str:
         path = self.path(table_name, batch)
         with self.fs.open(path, "wb") as fh:
-            pq.write_table(table, fh, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+            pq.write_table(table, fh, compression="zstd", row_group_size=ROW_GROUP_ROWS,
+                           use_dictionary=_dictionary_columns(table.schema))
         return path
 
     @contextlib.contextmanager
@@ -226,3 +227,12 @@ class Catalog:
         for path in removed:
             self.fs.rm(path)
         return removed
+
+
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """Columns worth dictionary pages: strings (names, files, run ids repeat).  Numbers (metric values,
+    call-path ids) are nearly all distinct or already run-sorted: a dictionary attempt on them cost 30% of
+    the write and gave a bigger file (1.5M metric rows: 0.197 s / 7.9 MB -> 0.135 s / 6.0 MB)."""
+    def wanted(t: pa.DataType) -> bool:
+        return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t)
+    return [f.name for f in schema if wanted(f.type)]
