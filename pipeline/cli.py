@@ -60,7 +60,7 @@ def cmd_ingest(args) -> int:
     try:
         report = lake.ingest(args.paths, progress=not args.quiet and not args.json, retry_failed=args.retry_failed,
                              follow_symlinks=args.follow_symlinks, scheduler=args.scheduler,
-                             lock_timeout=args.lock_timeout)
+                             lock_timeout=args.lock_timeout, min_age=args.min_age)
     except (PerflakeError, OSError) as exc:  # could not run: no lake, lock timeout, the lake not writable...
         if args.debug:
             raise
@@ -87,6 +87,16 @@ def _ingest_scheduler(text: str) -> str:
     return text
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds >= 0")
+    return value
+
+
 INGEST_EPILOG = """\
 Runs are found recursively and sniffed.  Safe to run from cron every few minutes, also several at once:
   - a run whose bytes are already in the lake is skipped (also when it moved or was renamed);
@@ -94,7 +104,9 @@ Runs are found recursively and sniffed.  Safe to run from cron every few minutes
   - an input that failed is retried only when it changed, after a perflake upgrade or a transient
     (memory, I/O) failure, or with --retry-failed;
   - every attempt is recorded in the lake's ingest_log table (perflake sql "select * from ingest_log");
-  - symlinked directories, and symlinks to outside a scanned directory, are not followed (--follow-symlinks).
+  - symlinked directories, and symlinks to outside a scanned directory, are not followed (--follow-symlinks);
+  - with --min-age SECONDS, a run with a file (or its directory) modified less than SECONDS ago is left for
+    a later run: a profile still being written is not ingested half-written.
 
 exit codes:
   0  all good: no input failed in this run (also when nothing was new; inputs skipped because they
@@ -230,6 +242,9 @@ def _parser() -> argparse.ArgumentParser:
                          "tcp://host:port; workers parse and normalise, this process commits")
     sp.add_argument("--lock-timeout", type=float, default=600.0,
                     help="seconds to wait for the lake's commit lock (default 600), then exit 2")
+    sp.add_argument("--min-age", type=_seconds, default=0.0, metavar="SECONDS",
+                    help="leave for a later run the inputs modified less than SECONDS ago (still being "
+                         "written); default 0")
     sp.set_defaults(func=cmd_ingest)
 
     sp = sub.add_parser("runs", help="list the runs catalog")

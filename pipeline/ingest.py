@@ -71,9 +71,11 @@ class _Progress:
 
 
 def _plan(catalog: Catalog, paths, report: IngestReport, *, follow_symlinks: bool, retry_failed: bool,
-          history: History, run_ids: set[str]) -> list[Candidate]:
-    """The runs to hash and read; what is unchanged since its last logged attempt is settled here."""
+          history: History, run_ids: set[str], min_age: float = 0.0) -> list[Candidate]:
+    """The runs to hash and read; what is unchanged since its last logged attempt is settled here, and
+    what was modified less than ``min_age`` seconds ago is left for a later ingest (not logged)."""
     found = scan(paths, follow_symlinks=follow_symlinks)
+    now = time.time()
     report.failed += found.problems
     report.ignored += found.ignored
     candidates = []
@@ -88,7 +90,9 @@ def _plan(catalog: Catalog, paths, report: IngestReport, *, follow_symlinks: boo
             report.outcomes.append(Outcome(os.path.abspath(path), kind, "failed", reason, transient=is_transient(exc)))
             continue
         prev = history.latest.get(os.path.abspath(path))
-        if prev is not None and prev.stat_key == files.stat_key and prev.run_id in run_ids:
+        if min_age > 0 and now - files.newest < min_age:  # still being written, perhaps
+            report.settling.append((os.path.abspath(path), max(now - files.newest, 0.0)))
+        elif prev is not None and prev.stat_key == files.stat_key and prev.run_id in run_ids:
             report.skipped.append((os.path.abspath(path), prev.run_id))
             report.unchanged += 1
         elif not retry_failed and (reason := history.failed_before(prev, files.stat_key)) is not None:
@@ -236,7 +240,8 @@ class _TaskCallback:
 
 
 def ingest(catalog: Catalog, paths, *, progress: bool = True, retry_failed: bool = False,
-           follow_symlinks: bool = False, scheduler=None, lock_timeout: float | None = LOCK_TIMEOUT) -> IngestReport:
+           follow_symlinks: bool = False, scheduler=None, lock_timeout: float | None = LOCK_TIMEOUT,
+           min_age: float = 0.0) -> IngestReport:
     """Ingest every run found under ``paths`` into the lake of ``catalog``.
 
     Parameters
@@ -246,13 +251,16 @@ def ingest(catalog: Catalog, paths, *, progress: bool = True, retry_failed: bool
     scheduler : None (local threads), "threads", "processes", "synchronous", "tcp://host:port" or a
         ``distributed.Client``; workers parse and normalise, this process commits.
     lock_timeout : seconds to wait for the commit lock (LockTimeout after that); None waits forever.
+    min_age : leave for a later ingest the inputs with a file (or the run directory) modified less than
+        this many seconds ago: a run that a job is still writing is not ingested half-written (its
+        complete bytes would later be a second, different run).  Listed in ``report.settling``.
     """
     t0 = time.perf_counter()
     report = IngestReport(invocation=new_batch_id())
     history = read_history(catalog)
     committer = _Committer(catalog, lock_timeout)
     candidates = _plan(catalog, paths, report, follow_symlinks=follow_symlinks, retry_failed=retry_failed,
-                       history=history, run_ids=set(committer.present.values()))
+                       history=history, run_ids=set(committer.present.values()), min_age=min_age)
     known = Known(dict(committer.present), history.failed, retry_failed)
     bar = _Progress(len(candidates), progress)
     error = None

@@ -41,6 +41,7 @@ class RunFiles:
     files: list[str]
     nbytes: int
     stat_key: str  # digest of (relative name, size, mtime, ctime, inode) of every file: changes when any does
+    newest: float = 0.0  # the latest mtime of the files and of the run's directory (seconds since the epoch)
 
 
 def _inside(root_real: str, path: str) -> bool:
@@ -104,6 +105,7 @@ def describe(kind: str, path: str, root: str, *, follow_symlinks: bool = False) 
     root_real = os.path.realpath(root) if check else ""
     h = hashlib.sha256()
     total = 0
+    newest = os.stat(path).st_mtime if os.path.isdir(path) else 0.0  # a file added or removed changes it
     for f in files:
         if check and _through_link(f, base) and not _inside(root_real, f):
             raise SymlinkEscape(f"{f}: symlink to outside the scanned directory {FOLLOW_HINT}")
@@ -113,7 +115,8 @@ def describe(kind: str, path: str, root: str, *, follow_symlinks: bool = False) 
         rel = os.path.relpath(f, base)
         h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n".encode())
         total += st.st_size
-    return RunFiles(files, total, h.hexdigest())
+        newest = max(newest, st.st_mtime)
+    return RunFiles(files, total, h.hexdigest(), newest)
 
 
 def _through_link(f: str, base: str) -> bool:

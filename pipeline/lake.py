@@ -50,13 +50,14 @@ class Lake:
 
     # -- writing -------------------------------------------------------------------------------------------
     def ingest(self, paths, *, progress: bool = False, retry_failed: bool = False, follow_symlinks: bool = False,
-               scheduler=None, lock_timeout: float | None = LOCK_TIMEOUT) -> IngestReport:
+               scheduler=None, lock_timeout: float | None = LOCK_TIMEOUT, min_age: float = 0.0) -> IngestReport:
         """Ingest every profile found under ``paths``; already-present runs (same bytes) are skipped, inputs
         that failed before are retried only when they changed (see :func:`perflake.ingest.ingest`)."""
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         return ingest(self.catalog(create=True), list(paths), progress=progress, retry_failed=retry_failed,
-                      follow_symlinks=follow_symlinks, scheduler=scheduler, lock_timeout=lock_timeout)
+                      follow_symlinks=follow_symlinks, scheduler=scheduler, lock_timeout=lock_timeout,
+                      min_age=min_age)
 
     # -- reading -------------------------------------------------------------------------------------------
     def runs(self) -> pd.DataFrame:

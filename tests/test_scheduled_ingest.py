@@ -187,7 +187,7 @@ def test_cli_json_summary_and_exit_codes(runs, tmp_path):
     s = json.loads(first.stdout)
     assert s["exit_code"] == 1 and s["lake"] == str(lake) and s["perflake_version"] == "0.1.0"
     assert s["counts"] == {"ingested": 3, "skipped": 0, "unchanged": 0, "skipped_failed_before": 0, "failed": 1,
-                           "ignored": 0}
+                           "ignored": 0, "settling": 0}
     assert len(s["ingested"]) == 3 and {f["run_id"] for f in s["ingested_files"]} == set(s["ingested"])
     assert s["failed"][0]["path"] == str(bad) and "truncated" in s["failed"][0]["reason"]
     assert s["duration_s"] > 0 and s["log_file"].startswith(str(lake / "ingest_log"))
@@ -200,6 +200,33 @@ def test_cli_json_summary_and_exit_codes(runs, tmp_path):
     assert text.stdout.strip() == ("ingested 0 runs, skipped 3 already present, 0 failed, "
                                    "1 skipped: failed before and unchanged (--retry-failed)")
     assert cli("ingest", bad, "--lake", lake, "--retry-failed", "--quiet").returncode == 1
+
+
+def test_min_age_leaves_runs_being_written_for_later(runs, tmp_path):
+    """--min-age: a run with a file modified less than SECONDS ago is left alone (exit 0, not logged, not
+    failed); once its files are old enough the next ingest takes it, whole."""
+    lake = tmp_path / "lake"
+    old = time.time() - 3600
+    for run in runs[:2]:  # finished an hour ago
+        for f in [run, *run.iterdir()]:
+            os.utime(f, (old, old))
+    growing = runs[2]
+    for f in growing.iterdir():
+        os.utime(f, (old, old))
+    first = cli("ingest", tmp_path / "gen", "--lake", lake, "--json", "--min-age", "600")
+    assert first.returncode == 0, first.stderr
+    s = json.loads(first.stdout)
+    assert s["counts"]["ingested"] == 2 and s["counts"]["settling"] == 1 and s["counts"]["failed"] == 0
+    assert s["settling"][0]["path"] == str(growing) and "within --min-age" in s["settling"][0]["reason"]
+    assert str(growing) not in set(log_rows(Lake(lake))["source"])  # not an attempt: nothing logged
+    text = cli("ingest", tmp_path / "gen", "--lake", lake, "--min-age", "600")
+    assert text.stdout.strip().endswith("1 left for later: modified within --min-age")
+    os.utime(growing, (old, old))
+    last = cli("ingest", tmp_path / "gen", "--lake", lake, "--json", "--min-age", "600")
+    s = json.loads(last.stdout)
+    assert s["counts"]["ingested"] == 1 and s["counts"]["settling"] == 0 and s["ingested_files"][0]["path"] == str(growing)
+    bad = cli("ingest", tmp_path / "gen", "--lake", lake, "--min-age", "-5")
+    assert bad.returncode == 2 and "expected a number of seconds >= 0" in bad.stderr
 
 
 def test_cli_could_not_run_exits_2(runs, tmp_path):
