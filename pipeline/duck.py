@@ -10,6 +10,7 @@ memory) are never changed on the shared instance; code that needs its own settin
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 
@@ -28,3 +29,17 @@ def connection() -> duckdb.DuckDBPyConnection:
             _SHARED.clear()
             db = _SHARED[pid] = duckdb.connect(config={"autoinstall_known_extensions": False})  # no downloads
         return db.cursor()
+
+
+@atexit.register
+def _close() -> None:
+    """Close the shared instance while the interpreter is whole: its worker threads are joined here rather
+    than by a C++ destructor during interpreter teardown (once, under heavy load, a CLI process ended with
+    "terminate called without an active exception")."""
+    with _LOCK:
+        db = _SHARED.pop(os.getpid(), None)
+    if db is not None:
+        try:
+            db.close()
+        except Exception:  # already closed or broken: exiting anyway
+            pass
