@@ -1,16 +1,16 @@
 """update_inclusive_columns: inclusive = own exclusive + all descendants' exclusive, per (node, rank, thread).
 
 Runs ``sql/closure.sql`` and ``sql/inclusive_wide.sql`` (the same files ingest uses) over the GraphFrame's edges
-and metrics; a node reachable by several paths counts once per ancestor (Hatchet's subgraph_sum).
+and metrics, and ``sql/inclusive_rows.sql`` to put the values back in the dataframe's row order; a node reachable by several paths counts once per ancestor (Hatchet's subgraph_sum).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
 from perflake import duck, sqlfiles
-from perflake.frame_tables import edges, locations, metrics_table, node_ids
+from perflake.frame_tables import edges, metrics_table
 from perflake.normalize import MAX_DEPTH
 
 
@@ -27,17 +27,18 @@ def update_inclusive_columns(gf) -> None:
     df = gf.dataframe
     con = duck.connection()
     try:
+        rows = metrics_table(df, exc)
         con.register("edges_t", edges(gf.graph))
-        con.register("metrics_t", metrics_table(df, exc))
+        con.register("metrics_t", rows.append_column("pos", pa.array(np.arange(len(df), dtype=np.int64))))
         sqlfiles.materialize(con, "closure_t", "closure", max_depth=MAX_DEPTH)
-        wide = sqlfiles.relation(con, "inclusive_wide", exc=exc).df()
+        con.register("inclusive_v", sqlfiles.relation(con, "inclusive_wide", exc=exc))  # private to this cursor
+        found = sqlfiles.relation(con, "inclusive_rows").fetchnumpy()
     finally:
         con.close()
-    rank, thread = locations(df)
-    keys = pd.MultiIndex.from_arrays([node_ids(df), rank, thread], names=["node_id", "rank", "thread"])
-    wide = wide.astype({"node_id": np.uint64, "rank": np.int32, "thread": np.int32}).set_index(["node_id", "rank", "thread"])
-    aligned = wide.reindex(keys)
+    pos = np.asarray(found["pos"], dtype=np.int64)
     for e, name in zip(exc, inc):
-        df[name] = aligned[e].to_numpy()
+        values = np.full(len(df), np.nan)
+        values[pos] = np.ma.filled(np.ma.asarray(found[e], dtype=np.float64), np.nan)  # NULL -> NaN
+        df[name] = values
         if name not in gf.inc_metrics:
             gf.inc_metrics.append(name)
