@@ -110,7 +110,7 @@ def _where(table: pa.Table, where: str | None, metas: list[str]) -> tuple[list[s
         rel = con.table("runs")
         if where:
             rel = rel.filter(duckdb.SQLExpression(where))
-        rel.create_view("selected_runs")
+        con.register("selected_runs", rel)  # private to this cursor (a view would be shared by the instance)
         ids = [r[0] for r in con.table("selected_runs").select("run_id").fetchall()]
         meta = sqlfiles.relation(con, "ensemble_meta", paths=[f'$."{k}"' for k in metas]).df() if metas else None
     except duckdb.Error as exc:
@@ -195,8 +195,8 @@ def group_stats(lake, rows: pd.DataFrame, metric: str, *, stats=("count", "mean"
         if scheduler is None:
             con.register("selection_t", selection)
             files = cat.files("metrics", rows["batch"].unique())
-            sqlfiles.relation(con, "ensemble_values", files=files, metric=metric,
-                              one_location=one).create_view("run_values_t")
+            con.register("run_values_t", sqlfiles.relation(con, "ensemble_values", files=files, metric=metric,
+                                                           one_location=one))  # private to this cursor
         else:
             distinct = rows.drop_duplicates("run_id").to_dict("records")
             tasks = parallel.plan(distinct, lambda b: cat.files("metrics", [b]), task_rows=task_rows, split_ranks=False)

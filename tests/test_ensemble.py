@@ -183,3 +183,21 @@ def test_ten_thousand_runs_is_fast(tmp_path):
     mine = ensemble(lake, stats=("mean", "std")).set_index("node_id")
     ref = hand().set_index("node_id")
     assert np.allclose(mine.loc[ref.index, "mean"], ref["mean"], rtol=1e-12)
+
+
+def test_concurrent_calls_in_one_process_do_not_mix(tau_lake):
+    """Every call works on its own cursor of the process's shared DuckDB instance: its intermediate
+    relations are registered on that cursor, so two threads selecting different runs never read each other's
+    (a view would live in the shared catalog, where the other thread replaces it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    wheres = ["nprocs = 2", "nprocs = 4"]
+    serial = {w: ensemble(tau_lake, w, stats=("count", "mean")) for w in wheres}
+
+    def one(i):
+        w = wheres[i % 2]
+        return w, ensemble(tau_lake, w, stats=("count", "mean"))
+
+    with ThreadPoolExecutor(4) as pool:
+        for w, got in pool.map(one, range(40)):
+            pd.testing.assert_frame_equal(got, serial[w])
