@@ -447,12 +447,18 @@ def main(argv=None) -> int:
     p.add_argument("--skip-hatchet", action="store_true", help="perflake only (no comparison, no check)")
     p.add_argument("--reps", type=int, default=3, help="in-process ingest repetitions (default 3)")
     p.add_argument("--results", type=pathlib.Path, default=RESULTS, help="Markdown file to update")
+    p.add_argument("--only", action="append",
+                   help="run only these benchmarks (repeatable, as bench/run.sh passes it to every script): this "
+                        "script runs when 'ingest-tau' or an 'ingest-tau-...' section name is among them")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--write-results", action="store_true", help="update the results file also with --quick")
     g.add_argument("--no-results", action="store_true", help="do not touch the results file")
     a = p.parse_args(argv)
     if a.reps < 1:
         p.error("--reps must be >= 1")
+    if a.only and not any(o == "ingest-tau" or o.startswith("ingest-tau-") for o in a.only):
+        log(f"--only {' '.join(a.only)}: not this script's (ingest-tau); nothing to do")
+        return 0
 
     nodes, ranks = QUICK if a.quick else FULL
     name = f"ingest-tau-{nodes}x{ranks}"

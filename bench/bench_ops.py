@@ -673,7 +673,9 @@ def main(argv=None) -> int:
     p.add_argument("--poll", type=float, default=POLL_S, help=argparse.SUPPRESS)
     p.add_argument("--max-wait", type=float, default=MAX_WAIT_S, help=argparse.SUPPRESS)
     p.add_argument("--hatchet-limit", type=float, default=HATCHET_LIMIT_S, help="stop a Hatchet call past this (s)")
-    p.add_argument("--only", action="append", help=argparse.SUPPRESS)  # bench_readers.py's; ignored here
+    p.add_argument("--only", action="append",
+                   help="run only these benchmarks (repeatable, as bench/run.sh passes it to every script): this "
+                        "script runs when 'ops' or an 'ops-...' section name is among them, else does nothing")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--write-results", action="store_true", help="update the results file also with --quick")
     g.add_argument("--no-results", action="store_true", help="do not touch the results file")
@@ -687,8 +689,9 @@ def main(argv=None) -> int:
         p.error("--scale takes NODESxRANKS, e.g. 5000x256")
     if a.no_full and a.no_scale and not a.quick:
         p.error("--no-full with --no-scale leaves nothing to run")
-    if a.only:
-        log("note: --only is bench_readers.py's option; bench_ops.py runs its own sizes")
+    if a.only and not any(o == "ops" or o.startswith("ops-") for o in a.only):
+        log(f"--only {' '.join(a.only)}: not this script's (ops); nothing to do")
+        return 0
     args = sys.argv[1:] if argv is None else argv
     command = shlex.join([rel(sys.executable), rel(pathlib.Path(__file__).resolve()), *args])
     if os.environ.get("PERFLAKE_BENCH_VIA"):

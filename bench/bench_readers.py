@@ -671,7 +671,9 @@ def main(argv=None) -> int:
     p.add_argument("--skip-hatchet", action="store_true", help="perflake only (no comparison, no check)")
     p.add_argument("--reps", type=int, default=3, help="in-process ingest repetitions (default 3)")
     p.add_argument("--results", type=pathlib.Path, default=RESULTS, help="Markdown file to update")
-    p.add_argument("--only", action="append", choices=sorted(BENCHMARKS), help="run only this benchmark (repeatable)")
+    p.add_argument("--only", action="append",
+                   help=f"run only this benchmark (repeatable): {', '.join(sorted(BENCHMARKS))}; names of the other "
+                        "bench scripts are ignored (bench/run.sh passes --only to every script)")
     p.add_argument("--no-scale", action="store_true", help="skip the 10000 x 1024 Caliper json scale point")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--write-results", action="store_true", help="update the results file also with --quick")
@@ -690,6 +692,9 @@ def main(argv=None) -> int:
     WORK.mkdir(parents=True, exist_ok=True)
     write = not a.no_results and (not a.quick or a.write_results)
     status = 0
+    if a.only and not any(k in a.only for k in BENCHMARKS):
+        log(f"--only {' '.join(a.only)}: none of this script's benchmarks ({', '.join(BENCHMARKS)}); nothing to do")
+        return 0
     for key in [k for k in BENCHMARKS if k in (a.only or BENCHMARKS)]:
         release_memory()
         r["machine"]["load"] = load_avg()  # per benchmark: the machine may be shared

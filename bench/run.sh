@@ -5,6 +5,7 @@
 # filter + squash and call-path queries on a loaded TAU run vs Hatchet).  Extra arguments go to all three, e.g.
 #   bench/run.sh --quick --no-results      # smoke test (small sizes)
 #   bench/run.sh --skip-hatchet            # perflake only (no bench venv needed)
+#   bench/run.sh --only imbalance          # one benchmark: every script runs only what it owns, if anything
 # Exit status: the worst of the three (0 ok, 1 correctness MISMATCH, 2 a step failed).
 set -euo pipefail
 
