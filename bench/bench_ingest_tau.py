@@ -46,6 +46,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from common import update_results  # noqa: E402,F401  (one RESULTS.md writer; re-exported to bench_ops/readers)
+
 BENCH = pathlib.Path(__file__).resolve().parent
 REPO = BENCH.parent
 WORK = BENCH / "work"
@@ -423,21 +426,6 @@ def build_section(name: str, a: argparse.Namespace, r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def update_results(path: pathlib.Path, name: str, section: str) -> None:
-    begin, end = f"<!-- BEGIN bench:{name} -->", f"<!-- END bench:{name} -->"
-    block = f"{begin}\n{section}{end}\n"
-    text = path.read_text(encoding="utf-8") if path.exists() else (
-        "# perflake benchmark results\n\n"
-        "Written by the scripts in `bench/` (`make bench`). Each section is owned by one benchmark and is\n"
-        "replaced when that benchmark runs again; anything outside the marked sections is kept.\n\n")
-    pat = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.S)
-    if pat.search(text):
-        text = pat.sub(lambda _m: block, text, count=1)
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 # -- main -----------------------------------------------------------------------------------------------

@@ -54,6 +54,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_ingest_tau as common  # noqa: E402  (shared helpers: subprocess RSS, machine facts, RESULTS.md)
+from common import release_memory  # noqa: E402
 from bench_ingest_tau import (BENCH, GNU_TIME, HATCHET_PROBE, HATCHET_PY, PERFLAKE_CLI, PROJECT_PY, REPO,  # noqa: E402
                               RESULTS, WORK, fmt_bytes, fmt_s, log, rel, run_measured, tree_bytes, update_results)
 
@@ -635,16 +636,6 @@ BENCHMARKS = {"caliper-json": bench_caliper_json, "hpctoolkit": bench_hpctoolkit
               "caliper-json-scale": bench_caliper_json_scale}
 
 
-def release_memory() -> None:
-    """Give the memory of the last benchmark's check tables back before the next in-process timing."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def load_avg() -> str:
