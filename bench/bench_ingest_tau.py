@@ -47,7 +47,7 @@ import threading
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from common import update_results  # noqa: E402,F401  (one RESULTS.md writer; re-exported to bench_ops/readers)
+from common import cpu_and_memory, git_state, update_results  # noqa: E402,F401  (update_results: re-exported)
 
 BENCH = pathlib.Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -312,25 +312,8 @@ def machine_info() -> dict:
             "perflake": ver("perflake"), "duckdb": ver("duckdb"), "pyarrow": ver("pyarrow"),
             "pandas": ver("pandas"), "numpy": ver("numpy"),
             "load": " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"}
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                info["cpu"] = line.split(":", 1)[1].strip()
-                break
-        for line in open("/proc/meminfo", encoding="utf-8"):
-            if line.startswith("MemTotal:"):
-                info["mem_gib"] = round(int(line.split()[1]) / 1024 ** 2, 1)
-                break
-    except OSError:
-        pass
-    try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        info["git"] = f"{head}{' + uncommitted changes' if dirty else ''}" if head else "n/a"
-    except (OSError, subprocess.SubprocessError):
-        info["git"] = "n/a"
+    info.update(cpu_and_memory(info["cpu"]))
+    info["git"] = git_state()
     if HATCHET_PY.exists():
         code = ("import json,platform;from importlib import metadata as m;"
                 "print(json.dumps({'python':platform.python_version(),"

@@ -103,22 +103,29 @@ def git_state() -> str:
     return f"{head}{' + uncommitted changes' if dirty else ''}" if head else "n/a"
 
 
+def cpu_and_memory(cpu: str) -> dict:
+    """{"cpu": the model name from /proc/cpuinfo (else ``cpu``), "mem_gib": MemTotal in GiB (else None)}."""
+    out = {"cpu": cpu, "mem_gib": None}
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("model name"):
+                out["cpu"] = line.split(":", 1)[1].strip()
+                break
+        for line in open("/proc/meminfo", encoding="utf-8"):
+            if line.startswith("MemTotal:"):
+                out["mem_gib"] = round(int(line.split()[1]) / 1024 ** 2, 1)
+                break
+    except OSError:
+        pass
+    return out
+
+
 def machine_info(*, bench_venv: bool = True) -> dict:
     """Facts printed in every section header."""
     info = {"nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
             "cpu": platform.machine(), "mem_gib": None, "os": f"{platform.system()} {platform.release()}",
             "git": git_state(), "project_venv": _versions(PROJECT_PY, PROJECT_PACKAGES)}
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                info["cpu"] = line.split(":", 1)[1].strip()
-                break
-        for line in open("/proc/meminfo", encoding="utf-8"):
-            if line.startswith("MemTotal:"):
-                info["mem_gib"] = round(int(line.split()[1]) / 1024 ** 2, 1)
-                break
-    except OSError:
-        pass
+    info.update(cpu_and_memory(info["cpu"]))
     info["bench_venv"] = _versions(BENCH_PY, BENCH_PACKAGES) if bench_venv and BENCH_PY.exists() else None
     return info
 
