@@ -47,7 +47,7 @@ import threading
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from common import cpu_and_memory, git_state, update_results  # noqa: E402,F401  (update_results: re-exported)
+from common import cpu_and_memory, git_state, run_measured, update_results  # noqa: E402,F401  (re-exported)
 
 BENCH = pathlib.Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -119,54 +119,6 @@ def tree_bytes(root: pathlib.Path) -> tuple[int, dict[str, int]]:
             top = p.relative_to(root).parts[0]
             parts[top] = parts.get(top, 0) + size
     return total, dict(sorted(parts.items()))
-
-
-# -- subprocess with peak RSS ----------------------------------------------------------------------------
-def run_measured(cmd: list[str], *, timeout: float) -> dict:
-    """Run cmd; wall seconds, peak RSS (KiB) of the child, stdout, stderr, return code."""
-    rss_file = None
-    full = list(cmd)
-    if GNU_TIME.exists() and os.access(GNU_TIME, os.X_OK):
-        fd, rss_file = tempfile.mkstemp(prefix="bench-rss-", suffix=".txt")
-        os.close(fd)
-        full = [str(GNU_TIME), "-f", "%M", "-o", rss_file, *cmd]
-    out_f = tempfile.TemporaryFile()
-    err_f = tempfile.TemporaryFile()
-    t = time.perf_counter()
-    proc = subprocess.Popen(full, stdout=out_f, stderr=err_f, cwd=REPO)
-    fired = threading.Event()
-
-    def kill():
-        fired.set()
-        proc.kill()
-
-    killer = threading.Timer(timeout, kill)  # blocking wait4 below: no polling delay in the wall time
-    killer.start()
-    try:
-        _pid, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage (a per-child RUSAGE_CHILDREN)
-        wall = time.perf_counter() - t
-    finally:
-        killer.cancel()
-    timed_out = fired.is_set()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    out_f.seek(0)
-    err_f.seek(0)
-    res = {"wall_s": wall, "rc": proc.returncode, "stdout": out_f.read().decode(errors="replace"),
-           "stderr": err_f.read().decode(errors="replace"), "rss_kib": None, "rss_source": None,
-           "timed_out": timed_out}
-    if rss_file:
-        try:
-            text = pathlib.Path(rss_file).read_text().strip().splitlines()
-            res["rss_kib"] = int(text[-1])
-            res["rss_source"] = "/usr/bin/time -f %M"
-        except (OSError, ValueError, IndexError):
-            pass
-        finally:
-            os.unlink(rss_file)
-    if res["rss_kib"] is None:
-        res["rss_kib"] = usage.ru_maxrss  # KiB on Linux
-        res["rss_source"] = "wait4 rusage ru_maxrss"
-    return res
 
 
 # -- perflake -------------------------------------------------------------------------------------------
