@@ -42,22 +42,14 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from common import cpu_and_memory, git_state, run_measured, update_results  # noqa: E402,F401  (re-exported)
+from common import (BENCH, GNU_TIME, PERFLAKE_CLI, PROJECT_PY, REPO, RESULTS, WORK,  # noqa: E402,F401  (re-exported)
+                    cpu_and_memory, git_state, run_measured, update_results)
+from common import BENCH_PY as HATCHET_PY  # noqa: E402
 
-BENCH = pathlib.Path(__file__).resolve().parent
-REPO = BENCH.parent
-WORK = BENCH / "work"
-RESULTS = BENCH / "RESULTS.md"
-PROJECT_PY = REPO / ".venv" / "bin" / "python"
-PERFLAKE_CLI = REPO / ".venv" / "bin" / "perflake"
-HATCHET_PY = REPO / ".bench-venv" / "bin" / "python"
 HATCHET_PROBE = BENCH / "hatchet_probe.py"
-GNU_TIME = pathlib.Path("/usr/bin/time")
 SEED = 1
 FULL = (1000, 256)
 QUICK = (200, 64)
