@@ -16,8 +16,9 @@ Columns: ``mean``, ``min``, ``max``, ``std`` (divisor ``locations - ddof``; ddof
 rank's value being its max over threads; ties to the lower rank; only ranks where the node has a value),
 ``locations`` (the count the statistics are over) and ``present`` (locations with a value).
 
-The work is cut into Dask tasks by pipeline/parallel.py (chunks of runs, rank ranges of big runs); each
-task runs sql/imbalance_scan.sql + sql/imbalance_partial.sql on its own single-threaded DuckDB connection
+The work is cut into Dask tasks by pipeline/parallel.py (chunks of runs; rank ranges of big runs only on a
+distributed cluster); each task runs sql/imbalance_scan.sql + sql/imbalance_partial.sql on its own DuckDB
+connection (on a local scheduler with the cores the tasks leave over, so one big run uses them all)
 and returns mergeable partials (count, sum, sum of squared deviations, min, max, top k), merged here in
 pandas in a fixed order, so every scheduler gives bit-identical results.
 """
