@@ -26,6 +26,7 @@ QueryError.
 from __future__ import annotations
 
 import operator
+from functools import cached_property
 import re
 import unicodedata
 
@@ -97,7 +98,7 @@ class NodeTable:
             col = col.astype(object)
         if per_row:
             return col, True
-        valid = self.codes >= 0
+        valid = self.valid
         grouped = col[valid].groupby(self.codes[valid], sort=False)
         if not self.multi:
             per_node = grouped.first()
@@ -116,21 +117,26 @@ class NodeTable:
             return None
         values = np.empty(self.n, dtype=object)
         values[:] = [n.frame.attrs.get(attr) for n in self.tables.nodes]
-        valid = self.codes >= 0
-        if not _same_as_frames(col, values, self.codes, valid):
+        if not _same_as_frames(col, values, self.codes, self.valid):
             return None
-        values[np.bincount(self.codes[valid], minlength=self.n) == 0] = None
+        values[self.rows_per_node == 0] = None
         return pd.Series(values, dtype=object)
 
     def reduce(self, hits: np.ndarray) -> np.ndarray:
         """Per-row booleans -> per-node booleans with this table's mode ("any" or "all")."""
-        if "count" not in self._cache:
-            self._cache["valid"] = valid = self.codes >= 0
-            self._cache["count"] = np.bincount(self.codes[valid], minlength=self.n)
-        valid, count = self._cache["valid"], self._cache["count"]
+        valid = self.valid
         if self.mode == "any":
             return np.bincount(self.codes[hits & valid], minlength=self.n) > 0
-        return (count > 0) & (np.bincount(self.codes[~hits & valid], minlength=self.n) == 0)
+        return (self.rows_per_node > 0) & (np.bincount(self.codes[~hits & valid], minlength=self.n) == 0)
+
+    @cached_property
+    def valid(self) -> np.ndarray:
+        """Rows whose node is in the graph."""
+        return self.codes >= 0
+
+    @cached_property
+    def rows_per_node(self) -> np.ndarray:
+        return np.bincount(self.codes[self.valid], minlength=self.n)
 
 
 def _same_as_frames(col: pd.Series, values: np.ndarray, codes: np.ndarray, valid: np.ndarray) -> bool:
