@@ -10,7 +10,7 @@ column (or several), per location; ``agg_function`` is a pandas aggregation, usu
 ``{column: function}`` (columns not named are dropped, as Hatchet does; a single function applies to the
 metrics).  The graph has one node per group, frame ``{"name": <value>, "type": <column>}``, and a link
 ``A -> B`` wherever a node of group A has a child of group B (A != B): a DAG in general, as in Hatchet.
-A group node's id is the call-path id of a root with that frame (``sql/normalize_nodes.sql``).
+A group node's id is the call-path id of a root with that frame (``perflake.identity``).
 Differences from Hatchet: it works on multi-rank frames (Hatchet's fails unless the index is ``node``
 alone), keeps the rank/thread levels, and adds no ``nid`` column.
 """
@@ -21,11 +21,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from perflake import duck, sqlfiles
 from perflake.frame_tables import node_ids
 from perflake.graph import Frame, Graph, Node
-from perflake.normalize import MAX_DEPTH
-from perflake.readers.base import FRAME_SCHEMA
+from perflake.identity import call_path_ids, frame_keys
 
 _PANDAS_NAMES = {np.mean: "mean", np.nanmean: "mean", np.sum: "sum", np.nansum: "sum", np.max: "max",
                  np.nanmax: "max", np.min: "min", np.nanmin: "min", np.median: "median", np.nanmedian: "median",
@@ -70,18 +68,11 @@ def drop_index_levels(gf, function=np.mean) -> None:
 def _group_ids(names: list[str], kind: str) -> list[int]:
     """The call-path id of a root frame {name, type=kind} for each name (the one identity definition)."""
     n = len(names)
-    frames = pa.table({"local_id": pa.array(range(n), pa.int32()), "parent_local": pa.array([-1] * n, pa.int32()),
-                       "name": pa.array(names, pa.string()), "type": pa.array([kind] * n, pa.string()),
-                       "file": pa.nulls(n, pa.string()), "line": pa.nulls(n, pa.int64()),
-                       "end_line": pa.nulls(n, pa.int64()), "module": pa.nulls(n, pa.string())}, schema=FRAME_SCHEMA)
-    con = duck.connection()
-    try:
-        con.register("frames_in", frames.add_column(0, "run_id", pa.array([0] * n, pa.int32())))
-        rows = sqlfiles.relation(con, "normalize_nodes", max_depth=MAX_DEPTH).select("local_id, node_id").fetchall()
-    finally:
-        con.close()
-    by_local = dict(rows)
-    return [int(by_local[i]) for i in range(n)]
+    frames = pa.table({"type": pa.array([kind] * n, pa.string()), "name": pa.array(names, pa.string()),
+                       "file": pa.nulls(n, pa.string()), "line": pa.nulls(n, pa.int64()), "module": pa.nulls(n, pa.string())})
+    zeros, roots = np.zeros(n, np.int32), np.full(n, -1, np.int32)
+    ids = call_path_ids(zeros, np.arange(n, dtype=np.int32), roots, frame_keys(frames), 0)
+    return [int(i) for i in ids.node_id]
 
 
 def _group_graph(gf, node_group: dict[int, int], labels: list[str], kind: str) -> tuple[Graph, list[Node]]:

@@ -85,7 +85,7 @@ def to_profile_rows(gf, kept_parent: dict[int, int | None], metrics: list[Metric
     """Rows of the kept nodes of ``gf``, each re-parented as ``kept_parent`` says (node_id -> node_id or None).
 
     Frames come from the nodes (name, type) and the dataframe's file/line/module columns, so identity is
-    re-derived by ``sql/normalize_nodes.sql`` exactly as at ingest.
+    re-derived by ``perflake.identity`` exactly as at ingest.
     """
     by_id = gf.graph.node_by_id()
     order = [n.node_id for n in gf.graph.traverse() if n.node_id in kept_parent]

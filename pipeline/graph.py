@@ -1,6 +1,6 @@
 """Hatchet-shaped graph objects: Frame, Node, Graph.  Built once from the nodes table; never mutated after.
 
-A Node's identity is its call-path id (``node.node_id``, from ``sql/normalize_nodes.sql``); ``_hatchet_nid``
+A Node's identity is its call-path id (``node.node_id``, from ``perflake.identity``); ``_hatchet_nid``
 is its pre-order position, as in Hatchet.
 """
 

@@ -1,6 +1,6 @@
 """ProfileRows (readers' output) -> the canonical tables: nodes, edges, metrics.
 
-This is where call-path ids are attached (``sql/normalize_nodes.sql`` defines them) and where a missing
+This is where call-path ids are attached (``perflake.identity`` defines them) and where a missing
 inclusive or exclusive metric is derived, once, in SQL.  Many runs are normalised in one pass (a fixed
 cost of a few SQL statements per batch, not per run), which is what makes ingesting 10,000 small runs fast;
 ``normalize(rows)`` is the one-run case of the same path.
@@ -17,10 +17,11 @@ import pyarrow.compute as pc
 
 from perflake import duck, sqlfiles
 from perflake.errors import ReaderError
+from perflake.identity import call_path_ids, frame_keys
 from perflake.rekey import rekey
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric, ProfileRows
 
-MAX_DEPTH = 2048  # call paths are keyed by their whole text: a deeper chain would cost memory quadratic in depth
+MAX_DEPTH = 2048  # deeper nodes are an error: the ancestor closure (sql/closure.sql) is quadratic in depth
 
 
 @dataclass
@@ -112,11 +113,26 @@ def _derive_exclusive(con, pairs: tuple) -> None:
     con.execute("drop table derived_t").fetchall()  # the next group may register an Arrow table by that name
 
 
-def _rekey(con, tables: list[tuple[int, pa.Table]], counts: np.ndarray, names: list[str]) -> pa.Table | None:
-    """The values keyed by call-path id and sorted (sql/rekey_metrics.sql's result), by array operations."""
-    local = con.table("local_nodes").select("run_id, local_id, node_id").order("run_id, local_id").to_arrow_table()
+def local_nodes(frames: pa.Table) -> pa.Table:
+    """``frames`` (a run_id column plus readers' frame columns) with each node's call-path id, its parent's
+    and its depth; only the rows reached from a root within MAX_DEPTH (the others have no call path)."""
+    run = frames.column("run_id").to_numpy()
+    ids = call_path_ids(run, frames.column("local_id").to_numpy(), frames.column("parent_local").to_numpy(),
+                        frame_keys(frames), MAX_DEPTH)
+    table = frames.drop_columns(["parent_local"])
+    table = table.add_column(2, "node_id", pa.array(ids.node_id))
+    table = table.add_column(3, "parent_id", pa.array(ids.parent_id, mask=~ids.has_parent))
+    table = table.add_column(4, "depth", pa.array(ids.depth))
+    return table if ids.reached.all() else table.filter(pa.array(ids.reached))
+
+
+def _rekey(local: pa.Table, tables: list[tuple[int, pa.Table]], counts: np.ndarray, names: list[str]) -> pa.Table | None:
+    """The values keyed by call-path id and sorted (sql/rekey_metrics.sql's result), by array operations;
+    ``local`` is :func:`local_nodes`' table, every frame reached."""
     run = local.column("run_id").to_numpy()
     node = local.column("node_id").to_numpy()
+    by_local = np.lexsort((local.column("local_id").to_numpy(), run))
+    run, node = run[by_local], node[by_local]
     order = np.lexsort((node, run))  # the rows of nodes_t: sorted by (run, node id), one per local node here
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
@@ -134,10 +150,10 @@ def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tup
     frames = pa.concat_tables([_with_run(rows.frames, no) for no, rows in items])
     tables = [(no, rows.values) for no, rows in items]  # NaN -> null: in rekey, or _metrics_sql
     names = list(dict.fromkeys(m.name for _, rows in items for m in rows.metrics))
-    con.register("frames_in", frames)
     try:
-        sqlfiles.materialize(con, "local_nodes", "normalize_nodes", max_depth=MAX_DEPTH)
-        reached = dict(sqlfiles.relation(con, "reached_counts").fetchall())
+        local = local_nodes(frames)
+        con.register("local_nodes", local)
+        reached = {no: int(c) for no, c in enumerate(np.bincount(local.column("run_id").to_numpy())) if c}
         for no, rows in items:
             if reached.get(no, 0) != rows.frames.num_rows:
                 lost = rows.frames.num_rows - reached.get(no, 0)
@@ -147,7 +163,7 @@ def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tup
         counts = np.zeros(max(no for no, _ in items) + 1, dtype=np.int64)
         for no, rows in items:
             counts[no] = rows.frames.num_rows
-        metrics = None if merges else _rekey(con, tables, counts, names)
+        metrics = None if merges else _rekey(local, tables, counts, names)
         if metrics is None:
             _metrics_sql(con, tables, names, merges)
         elif to_inc or to_exc:  # the derivations below extend metrics_t in SQL
@@ -169,7 +185,7 @@ def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tup
             metrics = con.table("metrics_t").to_arrow_table()
         return con.table("nodes_t").to_arrow_table(), edges, metrics, counts
     finally:
-        for name in ("frames_in", "values_in", "edges_t", "metrics_t", "rekeyed_t"):
+        for name in ("local_nodes", "values_in", "edges_t", "metrics_t", "rekeyed_t"):
             try:
                 con.unregister(name)
             except Exception:

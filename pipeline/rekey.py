@@ -60,6 +60,42 @@ def _slices(per_node: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:]))
 
 
+def _dense(lid: np.ndarray, rank: np.ndarray, thread: np.ndarray, n_frames: int) -> int:
+    """How many location blocks the rows are, when they are a dense matrix in location-major order: every
+    block holds the run's frames 0..n-1 in order, at one location, blocks in (rank, thread) order (old
+    HPCToolkit databases: one block per metric-db file); 0 when they are not."""
+    if not n_frames or len(lid) % n_frames or not len(lid):
+        return 0
+    blocks = len(lid) // n_frames
+    shaped = lid.reshape(blocks, n_frames)
+    if not (np.array_equal(shaped[0], np.arange(n_frames)) and (shaped == shaped[0]).all()):
+        return 0
+    for loc in (rank, thread):
+        shaped = loc.reshape(blocks, n_frames)
+        if not (shaped == shaped[:, :1]).all():
+            return 0
+    return blocks if _already_sorted(rank[::n_frames], thread[::n_frames]) else 0
+
+
+def _transposed(number: int, blocks: int, frame_position: np.ndarray, node_ids: np.ndarray, rank, thread,
+                names: list[str], sources: list[np.ndarray]) -> pa.Table:
+    """The dense case of :func:`rekey`: one run's values, a (location x frame) matrix, transposed into node
+    order (one fancy-index pass and one copy per column instead of a sort)."""
+    n = len(frame_position)
+    first = np.argsort(frame_position)  # the frame at each output node position (positions are distinct)
+    ids = node_ids[frame_position[first]]
+    rows = n * blocks
+    columns = {
+        "run_id": pa.array(np.full(rows, number, np.int32)),
+        "node_id": pa.array(np.repeat(ids, blocks)),
+        "rank": pa.array(np.tile(rank[::n].astype(np.int32, copy=False), n)),
+        "thread": pa.array(np.tile(thread[::n].astype(np.int32, copy=False), n)),
+    }
+    for name, source in zip(names, sources):
+        columns[name] = pa.array(source.reshape(blocks, n)[:, first].T.ravel(), from_pandas=True)
+    return pa.table(columns)
+
+
 def rekey(tables: list[tuple[int, pa.Table]], frame_counts: np.ndarray, position: np.ndarray,
           node_ids: np.ndarray, metrics: list[str]) -> pa.Table | None:
     """The values of runs ``tables`` ((run number, values table) in ascending run number) re-keyed and sorted.
@@ -92,8 +128,15 @@ def rekey(tables: list[tuple[int, pa.Table]], frame_counts: np.ndarray, position
         del run
     rank = _array(values.column("rank"))
     thread = _array(values.column("thread"))
-    by_location = not _already_sorted(rank, thread)
     names = [n for n in values.column_names if n in metrics]
+    if len(tables) == 1:
+        no = int(numbers[0])
+        blocks = _dense(lid, rank, thread, int(counts[no]))
+        if blocks:
+            sources = [_array(values.column(n)).astype(np.float64, copy=False) for n in names]
+            frames = position[int(offsets[no]):int(offsets[no] + counts[no])]
+            return _transposed(no, blocks, frames, node_ids, rank, thread, names, sources)
+    by_location = not _already_sorted(rank, thread)
     sources = [_array(values.column(n)).astype(np.float64, copy=False) for n in names]
     n = len(g)
     out_node = np.empty(n, np.uint64)

@@ -2,7 +2,7 @@
 
 A reader parses one input (a file or a directory) and returns :class:`ProfileRows`: plain columns, no
 DuckDB, no GraphFrame.  Identity (the call-path id) is *not* computed here: readers give each node a local
-integer id and its parent's local id, and ``sql/normalize_nodes.sql`` derives the stable id from the frames
+integer id and its parent's local id, and ``perflake.identity`` derives the stable id from the frames
 on the path, once, for every reader.
 
 Columns of ``ProfileRows.frames`` (one row per node of the input's call tree, parents before children):
@@ -59,7 +59,7 @@ INT32_MAX = 2**31 - 1  # ranks and threads are int32
 INT64_MAX = 2**63 - 1  # lines are int64
 # The longest frame name, file or module a reader accepts, in bytes.  Real names (demangled C++ templates
 # included) stay far below it; a longer one is a damaged file, and it would cost far more than its size
-# downstream, because a call path's id hashes the text of every frame from the root (sql/normalize_nodes.sql).
+# downstream (it is hashed into the call-path id of every node below it, perflake/identity.py).
 MAX_FRAME_TEXT = 1 << 16
 
 EXCLUSIVE = "exclusive"

@@ -1,7 +1,7 @@
 -- name: nodes_distinct
 -- purpose: one row per (run, call-path id): local nodes with identical call paths merge
 -- params: none
--- input: local_nodes (output of normalize_nodes)
+-- input: local_nodes (normalize.local_nodes: frames with node_id, parent_id, depth; call-path ids from perflake.identity)
 -- output: run_id, node_id, parent_id, depth, name, type, file, line, end_line, module; sorted by run, node
 with final as (
     select

@@ -42,7 +42,7 @@ def test_cpi_matches_golden(shared_data, golden):
     assert Reader().read(path).frames.num_rows == 34  # Hatchet's 34 nodes (formats.md section 7) ...
     gf = graphframe(path)
     ours = golden_check.compare(gf, gold, skip_paths=[B1_GOLDEN_PATH])
-    # ... of which identical sibling frames merge (normalize_nodes.sql, as Hatchet's normalize()): 28 call paths,
+    # ... of which identical sibling frames merge (perflake/identity.py, as Hatchet's normalize()): 28 call paths,
     # the golden's 112 rows / 4 ranks
     assert len(gf.graph) == 28 and len(gf.dataframe) == 112 == len(gold)
     assert list(gf.dataframe.index.names) == ["node", "rank"]

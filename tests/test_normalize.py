@@ -55,7 +55,7 @@ def test_edges_have_explicit_roots_and_match_nodes():
 
 
 def _python_id(names: list[str]) -> int:
-    """The documented identity (sql/normalize_nodes.sql), recomputed independently with hashlib."""
+    """The documented identity (perflake/identity.py), recomputed independently with hashlib."""
     keys = ["\x1f".join(["function", name, "", "", ""]) for name in names]
     return int.from_bytes(hashlib.md5("\x1e".join(keys).encode()).digest()[:8], "little")
 

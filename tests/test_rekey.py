@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from perflake import duck, sqlfiles
 from perflake import rekey as rekey_module
-from perflake.normalize import MAX_DEPTH, _nan_to_null, _rekey, _with_run
+from perflake.normalize import _nan_to_null, _rekey, _with_run, local_nodes
 from perflake.readers.base import ProfileRows
 
 
@@ -24,21 +24,26 @@ def _rows(seed: int, n_nodes: int, ranks: int, layout: str) -> ProfileRows:
         "end_line": pa.array([None] * n_nodes, pa.int64()),
         "module": pa.array([None] * n_nodes, pa.string()),
     })
-    lid = np.tile(np.arange(n_nodes), ranks)
-    rank = np.repeat(np.arange(ranks) - 1, n_nodes)  # rank -1: a summary profile
+    threads = 2 if layout == "location-major" else 1  # blocks (rank, thread): a dense matrix, the transpose path
+    lid = np.tile(np.arange(n_nodes), ranks * threads)
+    rank = np.repeat(np.arange(ranks) - 1, n_nodes * threads)  # rank -1: a summary profile
+    thread = np.tile(np.repeat(np.arange(threads), n_nodes), ranks)
     order = {"random": rng.permutation(len(lid)), "rank-major": np.arange(len(lid)),
+             "location-major": np.arange(len(lid)),
+             "rank-major-gaps": np.flatnonzero(rng.random(len(lid)) < 0.8),  # not dense: the one-pass sort
              "node-major": np.lexsort((rank, lid))}[layout]  # TAU/HPCToolkit write rank-major, Caliper node-major
-    shuffle = layout == "random"
+    if layout == "random":
+        thread = order % 2
     values = pa.table({
         "local_id": pa.array(lid[order].astype(np.int32)),
         "rank": pa.array(rank[order].astype(np.int32)),
-        "thread": pa.array(((order % 2) if shuffle else np.zeros(len(lid), np.int64)).astype(np.int32)),  # rank-major: the one-pass path
-        "time": pa.array(np.where(rng.random(len(lid)) < 0.1, np.nan, rng.random(len(lid))).tolist()),
+        "thread": pa.array(thread[order].astype(np.int32)),
+        "time": pa.array(np.where(rng.random(len(order)) < 0.1, np.nan, rng.random(len(order))).tolist()),
     })
     return ProfileRows(frames=frames, values=values, metrics=[], source=f"seed{seed}", format="test")
 
 
-@given(st.integers(0, 10_000), st.lists(st.tuples(st.integers(1, 40), st.integers(1, 5), st.sampled_from(["random", "rank-major", "node-major"])),
+@given(st.integers(0, 10_000), st.lists(st.tuples(st.integers(1, 40), st.integers(1, 5), st.sampled_from(["random", "rank-major", "location-major", "rank-major-gaps", "node-major"])),
                                         min_size=1, max_size=4), st.sampled_from([1, 7, 1 << 20]))
 @settings(max_examples=40, deadline=None)
 def test_rekey_equals_sql_rekey_metrics(seed, shapes, slice_rows):
@@ -46,16 +51,16 @@ def test_rekey_equals_sql_rekey_metrics(seed, shapes, slice_rows):
     con = duck.connection()
     try:
         tables = [(no, rows.values) for no, rows in items]  # NaN: null in both results
-        con.register("frames_in", pa.concat_tables([_with_run(rows.frames, no) for no, rows in items]))
+        local = local_nodes(pa.concat_tables([_with_run(rows.frames, no) for no, rows in items]))
+        con.register("local_nodes", local)
         con.register("values_in", pa.concat_tables([_with_run(_nan_to_null(t), no) for no, t in tables]))
-        sqlfiles.materialize(con, "local_nodes", "normalize_nodes", max_depth=MAX_DEPTH)
         expected = sqlfiles.relation(con, "rekey_metrics", metrics=["time"]).to_arrow_table()
         counts = np.zeros(items[-1][0] + 1, np.int64)
         for no, rows in items:
             counts[no] = rows.frames.num_rows
         saved, rekey_module.SLICE_ROWS = rekey_module.SLICE_ROWS, slice_rows  # many slices, or one
         try:
-            got = _rekey(con, tables, counts, ["time"])
+            got = _rekey(local, tables, counts, ["time"])
         finally:
             rekey_module.SLICE_ROWS = saved
     finally:

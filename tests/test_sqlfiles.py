@@ -22,7 +22,7 @@ def _names():
 
 
 def test_sql_files_are_installed():
-    assert {"normalize_nodes", "inclusive", "closure", "views/metrics", "imbalance_scan"} <= set(_names())
+    assert {"inclusive", "closure", "views/metrics", "imbalance_scan"} <= set(_names())
 
 
 @pytest.mark.parametrize("name", _names())

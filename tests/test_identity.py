@@ -1,0 +1,109 @@
+"""The call-path id (perflake/identity.py) against the definition computed the obvious way: md5 of each
+node's whole path text, found by walking up its parents."""
+
+import hashlib
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perflake.identity import call_path_ids, frame_keys
+
+NAMES = ["main", "solve", "MPI_Send", "Loop@a.c:3", "ünïcode", "", "x\x1fy"]
+
+
+def _key(row: dict) -> str:
+    parts = [row["type"], row["name"], row["file"], None if row["line"] is None else str(row["line"]), row["module"]]
+    return "\x1f".join("" if p is None else p for p in parts)
+
+
+def _reference(rows: list[dict], max_depth: int) -> list[tuple[int, int] | None]:
+    """(node id, depth) of each row, or None when it has no call path (cycle, missing parent, too deep)."""
+    by_local = {(r["run"], r["local"]): r for r in rows}
+    out = []
+    for r in rows:
+        keys, seen, cur = [], set(), r
+        while True:
+            if id(cur) in seen:
+                keys = None
+                break
+            seen.add(id(cur))
+            keys.append(_key(cur))
+            if cur["parent"] < 0:
+                break
+            cur = by_local.get((cur["run"], cur["parent"]))
+            if cur is None:
+                keys = None
+                break
+        if keys is None or len(keys) - 1 > max_depth:
+            out.append(None)
+            continue
+        text = "\x1e".join(reversed(keys)).encode()
+        out.append((int.from_bytes(hashlib.md5(text).digest()[:8], "little"), len(keys) - 1))
+    return out
+
+
+@st.composite
+def forests(draw):
+    rows = []
+    for run in range(draw(st.integers(1, 3))):
+        n = draw(st.integers(1, 25))
+        for local in range(n):
+            if local == 0 or draw(st.integers(0, 9)) == 0:
+                parent = -1
+            elif draw(st.integers(0, 19)) == 0:
+                parent = draw(st.integers(0, n + 2))  # anything: a cycle, itself, a missing node
+            else:
+                parent = draw(st.integers(0, local - 1))
+            rows.append({"run": run, "local": local, "parent": parent, "name": draw(st.sampled_from(NAMES)),
+                         "type": draw(st.sampled_from(["function", "loop", None])),
+                         "file": draw(st.sampled_from([None, "a.c", "b.f90"])),
+                         "line": draw(st.sampled_from([None, 0, 7, 2**40])),
+                         "module": draw(st.sampled_from([None, "/lib/libm.so"]))})
+    return draw(st.permutations(rows))  # rows in any order, across runs
+
+
+def _ids(rows: list[dict], max_depth: int):
+    frames = pa.table({a: pa.array([r[a] for r in rows], pa.int64() if a == "line" else pa.string())
+                       for a in ("type", "name", "file", "line", "module")})
+    col = lambda a: np.array([r[a] for r in rows], np.int32)  # noqa: E731
+    return call_path_ids(col("run"), col("local"), col("parent"), frame_keys(frames), max_depth)
+
+
+@given(forests(), st.sampled_from([0, 1, 3, 2048]))
+@settings(max_examples=300, deadline=None)
+def test_ids_equal_the_md5_of_the_whole_path_text(rows, max_depth):
+    got = _ids(rows, max_depth)
+    expected = _reference(rows, max_depth)
+    for i, (row, want) in enumerate(zip(rows, expected)):
+        assert bool(got.reached[i]) == (want is not None), row
+        if want is None:
+            continue
+        assert (int(got.node_id[i]), int(got.depth[i])) == want, row
+        assert bool(got.has_parent[i]) == (row["parent"] >= 0)
+        if row["parent"] >= 0:
+            parent = next(j for j, r in enumerate(rows) if (r["run"], r["local"]) == (row["run"], row["parent"]))
+            assert int(got.parent_id[i]) == expected[parent][0]
+
+
+def test_a_known_id():
+    """Pinned: the id of the root frame 'main' (a function) must never change; lakes store it.  The number is
+    DuckDB's ``md5_number_upper('function' || chr(31) || 'main' || chr(31) || chr(31) || chr(31))``, which is how
+    lakes written before perflake/identity.py computed it."""
+    got = _ids([{"run": 0, "local": 0, "parent": -1, "name": "main", "type": "function", "file": None,
+                 "line": None, "module": None}], 8)
+    assert int(got.node_id[0]) == int.from_bytes(hashlib.md5(b"function\x1fmain\x1f\x1f\x1f").digest()[:8], "little")
+    assert int(got.node_id[0]) == 11697251941537775297
+
+
+def test_a_deep_chain_is_linear():
+    """A chain 2,000 frames deep: the whole-text definition would hash 2,000 x 1,000 x 1 KB = 2 GB of text;
+    the incremental walk hashes each 1 KB frame key once.  The ids still equal the whole-text md5."""
+    n = 2000
+    rows = [{"run": 0, "local": i, "parent": i - 1, "name": f"f{i:04d}" + "x" * 1000, "type": "function",
+             "file": None, "line": None, "module": None} for i in range(n)]
+    got = _ids(rows, 4096)
+    text = "\x1e".join(_key(r) for r in rows).encode()
+    assert int(got.node_id[-1]) == int.from_bytes(hashlib.md5(text).digest()[:8], "little")
+    assert got.depth[-1] == n - 1 and got.reached.all()
