@@ -96,7 +96,8 @@ class Catalog:
         path = self.path(table_name, batch)
         with self.fs.open(path, "wb") as fh:
             pq.write_table(table, fh, compression="zstd", row_group_size=ROW_GROUP_ROWS,
-                           use_dictionary=_dictionary_columns(table.schema))
+                           use_dictionary=_dictionary_columns(table.schema),
+                           use_byte_stream_split=_split_columns(table.schema))
         return path
 
     @contextlib.contextmanager
@@ -236,3 +237,10 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
     def wanted(t: pa.DataType) -> bool:
         return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t)
     return [f.name for f in schema if wanted(f.type)]
+
+
+def _split_columns(schema: pa.Schema) -> list[str]:
+    """Floating-point columns (metric values) take the BYTE_STREAM_SPLIT encoding: their bytes grouped by
+    position (exponents together, mantissas together) compress better and faster under zstd (1.5M
+    HPCToolkit rows: 0.133 s / 6.0 MB -> 0.092 s / 5.1 MB).  DuckDB, pyarrow and Spark read it."""
+    return [f.name for f in schema if pa.types.is_floating(f.type)]

@@ -126,6 +126,17 @@ def local_nodes(frames: pa.Table) -> pa.Table:
     return table if ids.reached.all() else table.filter(pa.array(ids.reached))
 
 
+def _distinct_sorted(local: pa.Table) -> pa.Table | None:
+    """sql/nodes_distinct.sql's result when no call paths merge (each (run, node id) once): ``local`` sorted
+    by (run, node id); None when some merge (the SQL statement then picks each merged node's columns)."""
+    run, node = local.column("run_id").to_numpy(), local.column("node_id").to_numpy()
+    order = np.lexsort((node, run))
+    run, node = run[order], node[order]
+    if np.any((run[1:] == run[:-1]) & (node[1:] == node[:-1])):
+        return None
+    return local.take(order).drop_columns(["local_id"])
+
+
 def _rekey(local: pa.Table, tables: list[tuple[int, pa.Table]], counts: np.ndarray, names: list[str]) -> pa.Table | None:
     """The values keyed by call-path id and sorted (sql/rekey_metrics.sql's result), by array operations;
     ``local`` is :func:`local_nodes`' table, every frame reached."""
@@ -158,8 +169,11 @@ def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tup
             if reached.get(no, 0) != rows.frames.num_rows:
                 lost = rows.frames.num_rows - reached.get(no, 0)
                 raise ReaderError(rows.source, f"{lost} nodes are not reachable from a root (a parent cycle, or deeper than {MAX_DEPTH})")
-        sqlfiles.materialize(con, "nodes_t", "nodes_distinct")
-        merges = sum(reached.values()) != con.table("nodes_t").aggregate("count(*)").fetchall()[0][0]
+        nodes = _distinct_sorted(local)
+        merges = nodes is None
+        if merges:
+            nodes = sqlfiles.relation(con, "nodes_distinct").to_arrow_table()
+        con.register("nodes_t", nodes)
         counts = np.zeros(max(no for no, _ in items) + 1, dtype=np.int64)
         for no, rows in items:
             counts[no] = rows.frames.num_rows
@@ -183,13 +197,21 @@ def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tup
         counts = {r: (int(a), int(b)) for r, a, b in sqlfiles.relation(con, "location_counts").fetchall()}
         if metrics is None:
             metrics = con.table("metrics_t").to_arrow_table()
-        return con.table("nodes_t").to_arrow_table(), edges, metrics, counts
+        return nodes, edges, metrics, counts
     finally:
-        for name in ("local_nodes", "values_in", "edges_t", "metrics_t", "rekeyed_t"):
-            try:
-                con.unregister(name)
-            except Exception:
-                pass
+        _release(con)
+
+
+def _release(con) -> None:
+    """Drop what a group registered or materialised on ``con``: the next group of the batch uses the same
+    names, registered (Arrow) or materialised (temp tables), and DuckDB refuses one over the other."""
+    for name in ("local_nodes", "nodes_t", "values_in", "edges_t", "metrics_t", "rekeyed_t"):
+        try:
+            con.unregister(name)
+        except Exception:  # not registered: a temp table (dropped below) or nothing
+            pass
+    for drop in ("drop table if exists metrics_t", "drop table if exists closure_t", "drop table if exists metric_long"):
+        con.execute(drop).fetchall()
 
 
 def normalize_many(items: list[tuple[str, ProfileRows]], con: duckdb.DuckDBPyConnection | None = None) -> Batch:

@@ -100,7 +100,7 @@ class _Handler:
         self.tables: dict[str, dict[str, str]] = {"LoadModule": {}, "File": {}, "Procedure": {}}
         self.tags: list[str] = []
         self.ctx: list[tuple] = []
-        self.in_data = False
+        self.parser = None  # the expat parser: its handlers switch inside SecCallPathProfileData
         self.seen_root = False
         self.metric_name: str | None = None  # MetricTable Metric being read (for its units)
         self.base: dict[str, str] = {}  # basename cache
@@ -118,9 +118,7 @@ class _Handler:
     # -- elements --------------------------------------------------------------------------------------
     def start(self, tag: str, attrs: dict):
         tags = self.tags
-        if self.in_data:
-            self._cct(tag, attrs)
-        elif not self.seen_root:
+        if not self.seen_root:
             if tag != "HPCToolkitExperiment":
                 raise ReaderError(self.path, f"root element is <{tag[:40]}>, not <HPCToolkitExperiment>")
             self.seen_root = True
@@ -134,9 +132,9 @@ class _Handler:
             self.out.metric_table[attrs.get("i")] = self.metric_name
         elif tag == "NV":
             self._nv(attrs)
-        elif tag == "SecCallPathProfileData":
-            self.in_data = True
+        elif tag == "SecCallPathProfileData":  # the tree: expat calls _cct/_end_cct directly until its end tag
             self.ctx.append((-1, None, -1, None))
+            self.parser.StartElementHandler, self.parser.EndElementHandler = self._cct, self._end_cct
         elif tag == "Header":
             self.out.program = attrs.get("n")
         elif tag == "SecCallPathProfile":
@@ -145,12 +143,15 @@ class _Handler:
 
     def end(self, tag: str):
         self.tags.pop()
-        if self.in_data:
-            self.ctx.pop()
-            if tag == "SecCallPathProfileData":
-                self.in_data = False
-        elif tag == "Metric":
+        if tag == "Metric":
             self.metric_name = None
+
+    def _end_cct(self, _tag: str):
+        ctx = self.ctx
+        ctx.pop()
+        if not ctx:  # </SecCallPathProfileData>
+            self.tags.pop()
+            self.parser.StartElementHandler, self.parser.EndElementHandler = self.start, self.end
 
     def _nv(self, attrs):
         owner = self.tags[-2] if len(self.tags) >= 2 else None
@@ -240,7 +241,7 @@ class _Handler:
 def parse_experiment(path: str) -> ParsedExperiment:
     """Stream-parse ``path`` (experiment.xml); raise ReaderError naming it on malformed or hostile input."""
     h = _Handler(path)
-    p = expat.ParserCreate()
+    p = h.parser = expat.ParserCreate()
     p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     p.StartDoctypeDeclHandler = h.doctype
     p.EntityDeclHandler = h.entity_decl
@@ -258,6 +259,8 @@ def parse_experiment(path: str) -> ParsedExperiment:
     except expat.ExpatError as exc:
         raise ReaderError(path, f"malformed XML at line {exc.lineno}, column {exc.offset}: "
                                 f"{expat.ErrorString(exc.code)}") from None
+    finally:
+        h.parser = None  # the parser's handlers are h's methods: no cycle left behind
     if not h.seen_root:
         raise ReaderError(path, "no <HPCToolkitExperiment> element")
     if not h.out.metric_dbs:

@@ -8,7 +8,7 @@ import pytest
 
 from perflake.errors import ReaderError
 from perflake.graphframe import GraphFrame
-from perflake.normalize import normalize
+from perflake.normalize import normalize, normalize_many
 from perflake.readers.base import Metric
 from trees import SMALL_EXPECTED_EXC, SMALL_EXPECTED_INC, profile, small_exclusive_only
 
@@ -116,3 +116,16 @@ def test_a_batch_mixing_derivations_in_either_order(first):
     assert sorted(inc_run["time"]) == [1.0, 3.0, 3.0, 3.0]  # exclusive derived: main 3, x 3, y 3, z 1
     exc_run = metrics[(metrics["run_id"].astype(str) == "b-exc") & (metrics["rank"] == 0)]
     assert exc_run["time (inc)"].max() == SMALL_EXPECTED_INC[("main",)]
+
+
+def test_one_batch_with_a_merging_group_then_a_plain_group():
+    """Runs with different derivations are normalised as groups on one cursor: a group whose siblings merge
+    (the SQL path) must leave nothing behind that breaks the next group's array path (it once left a
+    nodes_t table: "Table with name nodes_t already exists")."""
+    merging = profile([(0, -1, "main"), (1, 0, "a"), (2, 0, "a")], [(0, 0, 0, 1.0), (1, 0, 0, 2.0), (2, 0, 0, 3.0)],
+                      [Metric("time", "exclusive")])
+    both = [Metric("time", "exclusive", None, "time (inc)"), Metric("time (inc)", "inclusive", None, "time")]
+    plain = profile([(0, -1, "main"), (1, 0, "a")], [(0, 0, 0, 1.0, 3.0), (1, 0, 0, 2.0, 2.0)], both)
+    batch = normalize_many([("a", merging), ("b", plain)])
+    rows = {(r["run_id"], r["time"], r["time (inc)"]) for r in batch.metrics.to_pylist()}
+    assert rows == {("a", 1.0, 6.0), ("a", 5.0, 5.0), ("b", 1.0, 3.0), ("b", 2.0, 2.0)}
