@@ -47,17 +47,15 @@ class PathIds:
 def frame_keys(frames: pa.Table) -> pa.Array:
     """The frame key of every row of ``frames`` (columns type, name, file, line, module)."""
     parts = []
-    for attr in KEY_ATTRS:
-        col = frames.column(attr)
-        if attr == "line":
-            col = pc.cast(col, pa.string())
-        parts.append(pc.fill_null(col, ""))
-    keys = pc.binary_join_element_wise(*parts, FRAME_SEP)
+    for attr in KEY_ATTRS:  # large strings: a batch's keys may exceed 2 GiB in all
+        parts.append(pc.fill_null(pc.cast(frames.column(attr), pa.large_string()), ""))
+    keys = pc.binary_join_element_wise(*parts, pa.scalar(FRAME_SEP, pa.large_string()))
     return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
 
 
 def _parent_rows(run: np.ndarray, local: np.ndarray, parent_local: np.ndarray) -> np.ndarray:
-    """The row of each row's parent; -1 for a root, -2 when the parent is not among the rows."""
+    """The row of each row's parent; -1 for a root (parent_local -1), -2 when the parent is not among the
+    rows (or parent_local is below -1)."""
     n = len(local)
     key = (run.astype(np.int64) << 32) | (local.astype(np.int64) & 0xFFFFFFFF)
     order = np.argsort(key, kind="stable")
@@ -66,7 +64,8 @@ def _parent_rows(run: np.ndarray, local: np.ndarray, parent_local: np.ndarray) -
     at = np.minimum(np.searchsorted(sorted_key, pkey), max(n - 1, 0))
     found = sorted_key[at] == pkey if n else np.zeros(0, bool)
     rows = np.where(found, order[at] if n else at, -2)
-    rows[parent_local < 0] = -1
+    rows[parent_local < 0] = -2
+    rows[parent_local == -1] = -1
     return rows
 
 
@@ -87,8 +86,9 @@ def call_path_ids(run: np.ndarray, local: np.ndarray, parent_local: np.ndarray, 
     """Call-path ids of the nodes of many runs at once.
 
     Row i is the node ``local[i]`` of run ``run[i]``, whose parent is the node ``parent_local[i]`` of the
-    same run (negative: a root); ``keys`` are the rows' frame keys (:func:`frame_keys`).  Nodes deeper than
-    ``max_depth`` are not reached.  Rows may come in any order.
+    same run (-1: a root); ``keys`` are the rows' frame keys (:func:`frame_keys`).  Nodes deeper than
+    ``max_depth`` are not reached.  Rows may come in any order; (run, local) pairs must be distinct (the
+    caller checks: readers/base.py).
     """
     n = len(local)
     node_id = np.zeros(n, np.uint64)

@@ -157,10 +157,27 @@ def _metrics_sql(con, tables: list[tuple[int, pa.Table]], names: list[str], merg
     sqlfiles.materialize(con, "metrics_t", "normalize_metrics" if merges else "rekey_metrics", metrics=names)
 
 
+def _check_links(rows: ProfileRows) -> None:
+    """The frame links readers/base.py promises: local ids 0..n-1 (each once), parents -1 or a local id
+    (a missing one is reported as unreachable nodes)."""
+    lid, parent, n = rows.frames.column("local_id"), rows.frames.column("parent_local"), rows.frames.num_rows
+    if lid.null_count or parent.null_count:
+        raise ReaderError(rows.source, "a frame has a null local id or parent id")
+    if not n:
+        return
+    lid = lid.to_numpy()
+    if not (np.array_equal(lid, np.arange(n)) or np.array_equal(np.sort(lid), np.arange(n))):
+        raise ReaderError(rows.source, f"frame local ids are not 0..{n - 1}, each once")
+    if parent.to_numpy().min() < -1:
+        raise ReaderError(rows.source, "a frame's parent id is below -1 (a root's is -1)")
+
+
 def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tuple):
     frames = pa.concat_tables([_with_run(rows.frames, no) for no, rows in items])
     tables = [(no, rows.values) for no, rows in items]  # NaN -> null: in rekey, or _metrics_sql
     names = list(dict.fromkeys(m.name for _, rows in items for m in rows.metrics))
+    for _, rows in items:
+        _check_links(rows)
     try:
         local = local_nodes(frames)
         con.register("local_nodes", local)

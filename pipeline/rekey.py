@@ -92,7 +92,7 @@ def _transposed(number: int, blocks: int, frame_position: np.ndarray, node_ids: 
         "thread": pa.array(np.tile(thread[::n].astype(np.int32, copy=False), n)),
     }
     for name, source in zip(names, sources):
-        columns[name] = pa.array(source.reshape(blocks, n)[:, first].T.ravel(), from_pandas=True)
+        columns[name] = pa.array(source.reshape(blocks, n).T[first].ravel(), from_pandas=True)
     return pa.table(columns)
 
 

@@ -3,6 +3,7 @@ node's whole path text, found by walking up its parents."""
 
 import hashlib
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
@@ -30,7 +31,7 @@ def _reference(rows: list[dict], max_depth: int) -> list[tuple[int, int] | None]
                 break
             seen.add(id(cur))
             keys.append(_key(cur))
-            if cur["parent"] < 0:
+            if cur["parent"] == -1:
                 break
             cur = by_local.get((cur["run"], cur["parent"]))
             if cur is None:
@@ -53,7 +54,7 @@ def forests(draw):
             if local == 0 or draw(st.integers(0, 9)) == 0:
                 parent = -1
             elif draw(st.integers(0, 19)) == 0:
-                parent = draw(st.integers(0, n + 2))  # anything: a cycle, itself, a missing node
+                parent = draw(st.integers(-3, n + 2))  # anything: a cycle, itself, a missing node, below -1
             else:
                 parent = draw(st.integers(0, local - 1))
             rows.append({"run": run, "local": local, "parent": parent, "name": draw(st.sampled_from(NAMES)),
@@ -81,7 +82,7 @@ def test_ids_equal_the_md5_of_the_whole_path_text(rows, max_depth):
         if want is None:
             continue
         assert (int(got.node_id[i]), int(got.depth[i])) == want, row
-        assert bool(got.has_parent[i]) == (row["parent"] >= 0)
+        assert bool(got.has_parent[i]) == (row["parent"] != -1)
         if row["parent"] >= 0:
             parent = next(j for j, r in enumerate(rows) if (r["run"], r["local"]) == (row["run"], row["parent"]))
             assert int(got.parent_id[i]) == expected[parent][0]
@@ -107,3 +108,20 @@ def test_a_deep_chain_is_linear():
     text = "\x1e".join(_key(r) for r in rows).encode()
     assert int(got.node_id[-1]) == int.from_bytes(hashlib.md5(text).digest()[:8], "little")
     assert got.depth[-1] == n - 1 and got.reached.all()
+
+
+def test_ids_equal_duckdb_md5_number_upper_on_non_ascii_paths():
+    """An independent implementation of the definition: DuckDB's md5_number_upper over the path text."""
+    names = ["main", "ünïcode::λ<τ>", "日本語", "a\x1eb", "MPI_Allreduce"]
+    rows = [{"run": 0, "local": i, "parent": i - 1, "name": name, "type": "function" if i % 2 else "loop",
+             "file": "ö.c" if i % 2 else None, "line": i * 7 if i else None, "module": "/lib/ü.so"}
+            for i, name in enumerate(names)]
+    got = _ids(rows, 8)
+    con = duckdb.connect()
+    try:
+        for i in range(len(rows)):
+            text = "\x1e".join(_key(r) for r in rows[: i + 1])
+            want = con.execute("select md5_number_upper($t)", {"t": text}).fetchone()[0]
+            assert int(got.node_id[i]) == want
+    finally:
+        con.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+import pyarrow as pa
 import pytest
 
 from perflake.errors import ReaderError
@@ -127,5 +128,27 @@ def test_one_batch_with_a_merging_group_then_a_plain_group():
     both = [Metric("time", "exclusive", None, "time (inc)"), Metric("time (inc)", "inclusive", None, "time")]
     plain = profile([(0, -1, "main"), (1, 0, "a")], [(0, 0, 0, 1.0, 3.0), (1, 0, 0, 2.0, 2.0)], both)
     batch = normalize_many([("a", merging), ("b", plain)])
-    rows = {(r["run_id"], r["time"], r["time (inc)"]) for r in batch.metrics.to_pylist()}
-    assert rows == {("a", 1.0, 6.0), ("a", 5.0, 5.0), ("b", 1.0, 3.0), ("b", 2.0, 2.0)}
+    name = {(r["run_id"], r["node_id"]): r["name"] for r in batch.nodes.to_pylist()}
+    rows = sorted((r["run_id"], name[r["run_id"], r["node_id"]], r["time"], r["time (inc)"]) for r in batch.metrics.to_pylist())
+    assert rows == [("a", "a", 5.0, 5.0), ("a", "main", 1.0, 6.0), ("b", "a", 2.0, 2.0), ("b", "main", 1.0, 3.0)]
+    assert {r["node_id"] for r in batch.nodes.to_pylist() if r["run_id"] == "a"} == \
+           {r["node_id"] for r in batch.nodes.to_pylist() if r["run_id"] == "b"}  # same call paths, same ids
+
+
+@pytest.mark.parametrize("nodes, message", [
+    ([(0, -1, "main"), (1, 0, "a"), (1, 0, "b")], "frame local ids are not 0..2, each once"),
+    ([(0, -1, "main"), (2, 0, "a")], "frame local ids are not 0..1, each once"),
+    ([(0, -1, "main"), (1, -2, "a")], "parent id is below -1"),
+    ([(0, -1, "main"), (1, 5, "a")], "1 nodes are not reachable from a root"),
+])
+def test_broken_frame_links_are_a_reader_error(nodes, message):
+    values = [(0, 0, 0, 1.0)]
+    with pytest.raises(ReaderError, match=message.replace(".", r"\.")):
+        normalize(profile(nodes, values, [Metric("time", "exclusive")]))
+
+
+def test_a_null_parent_is_a_reader_error():
+    rows = profile([(0, -1, "main"), (1, 0, "a")], [(0, 0, 0, 1.0)], [Metric("time", "exclusive")])
+    rows.frames = rows.frames.set_column(1, "parent_local", pa.array([-1, None], pa.int32()))
+    with pytest.raises(ReaderError, match="null local id or parent id"):
+        normalize(rows)
