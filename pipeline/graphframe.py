@@ -29,10 +29,18 @@ EXCLUSIVE_DEFAULT = ("caliper", "caliper_json", "hpctoolkit")  # Hatchet's reade
 
 
 def _default_metric(metrics: list[Metric], fmt: str | None = None) -> str | None:
-    """Hatchet's default metric: ``time`` for Caliper and old HPCToolkit, ``time (inc)`` for TAU and v4."""
+    """Hatchet's default metric: ``time`` for Caliper and old HPCToolkit, ``time (inc)`` for TAU and v4; for
+    a ``.cali`` file without ``time``, Hatchet's ``from_caliperreader`` choice: ``avg#inclusive#sum#time.duration``,
+    else the first inclusive metric (not a derived exclusive one: a hot path or a tree on it means little)."""
     names = {m.name: m for m in metrics}
     if fmt in EXCLUSIVE_DEFAULT and "time" in names:
         return "time"
+    if fmt == "caliper":
+        inclusive = [m.name for m in metrics if m.role == INCLUSIVE]
+        if "avg#inclusive#sum#time.duration" in inclusive:
+            return "avg#inclusive#sum#time.duration"
+        if inclusive:
+            return inclusive[0]
     if "time" in names and names["time"].pair in names:
         return names["time"].pair
     for role in (EXCLUSIVE, INCLUSIVE):

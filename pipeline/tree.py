@@ -23,6 +23,9 @@ import sys
 
 import numpy as np
 
+from perflake.errors import RenderError
+from perflake.node_values import metric_names
+
 BANNER = (
     "    __          __       __         __ \n"
     "   / /_  ____ _/ /______/ /_  ___  / /_\n"
@@ -68,8 +71,6 @@ def _xterm(rgb) -> str:
 
 def _colour_map(name: str, n: int) -> tuple[str, ...]:
     """``n`` xterm-256 colours sampled from a matplotlib colour map, its start first."""
-    from perflake.errors import RenderError
-
     try:
         from matplotlib import colormaps
 
@@ -162,13 +163,18 @@ def render(
     several = isinstance(metric_column, (list, tuple))
     metrics = list(metric_column) if several else [metric_column or gf.default_metric]
     df = gf.dataframe
+    for m in metrics:
+        if m not in df.columns:  # a typo must not print a tree of NaN
+            raise RenderError(f"no metric {m!r} in this frame (metrics: {', '.join(metric_names(gf)) or 'none'})")
     levels = list(df.index.names)
     if "rank" in levels or "thread" in levels:
         mask = np.ones(len(df), dtype=bool)
-        if "rank" in levels:
-            mask &= df.index.get_level_values("rank").to_numpy() == rank
-        if "thread" in levels:
-            mask &= df.index.get_level_values("thread").to_numpy() == thread
+        for level, want in (("rank", rank), ("thread", thread)):
+            if level in levels:
+                values = df.index.get_level_values(level).to_numpy()
+                if len(values) and not (values == want).any():
+                    raise RenderError(f"{level} {want} is not in this frame ({level}s {values.min()}..{values.max()})")
+                mask &= values == want
         df = df[mask]
     nodes = df.index.get_level_values("node")
     extras = [c for c in (annotation_column, context_column, MISSING) if c and c in df.columns]

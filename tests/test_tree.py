@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 import perflake
+from perflake.errors import RenderError
 from perflake.generators import write_tau_runs
 from perflake.tree import BANNER
 
@@ -122,3 +125,24 @@ def test_tree_positional_arguments_follow_hatchet(shared_data):
     """tree(metric_column, annotation_column, precision, ...) in Hatchet's order."""
     gf = perflake.read_tau(shared_data("tau-cpi-mpi"))
     assert gf.tree("time", None, 1, render_header=False, colour=False).startswith("449.0 .TAU application\n")
+
+
+def test_a_cali_without_time_defaults_to_an_inclusive_metric_as_hatchet(shared_data):
+    """Hatchet's from_caliperreader on sw4's CUDA activity profile: no ``time``, no
+    ``avg#inclusive#sum#time.duration``: its default is the first inclusive metric (not the exclusive one
+    perflake derives, on which ``main`` shows 0.19 of its 271 s)."""
+    path = next((shared_data("caliper-sw4-cuda-activity-profile-cali")).glob("*.cali"))
+    gf = perflake.read_caliper(path)
+    assert gf.default_metric == "inclusive#scale#sum#cupti.host.duration"
+    assert gf.tree(depth=0, precision=3, render_header=False, colour=False).startswith("271.49")
+
+
+def test_a_typo_in_the_metric_or_a_missing_rank_is_an_error_not_a_tree_of_nan(shared_data):
+    gf = perflake.read_tau(shared_data("tau-cpi-mpi"))
+    with pytest.raises(RenderError, match=r"no metric 'tme' in this frame \(metrics: time, "):
+        gf.tree(metric_column="tme")
+    with pytest.raises(RenderError, match=r"no metric 'nope'"):
+        gf.tree(metric_column=["time", "nope"])
+    with pytest.raises(RenderError, match=r"rank 99 is not in this frame \(ranks 0\.\.3\)"):
+        gf.tree(rank=99)
+    assert gf.tree(rank=3, render_header=False, colour=False).startswith("52908.000 .TAU application\n")  # rank 3 exists
