@@ -142,3 +142,22 @@ def test_in_place_and_fill(tau_lake):
     doubled = iadd(tau_lake.graphframe(ids[0]), tau_lake.graphframe(ids[0]))
     np.testing.assert_allclose(frame(doubled)["time"], 2 * frame(tau_lake.graphframe(ids[0]))["time"])
     assert ".TAU application" in doubled.tree(metric_column="time", colour=False)
+
+
+def test_arithmetic_refuses_frames_indexed_differently(tau_lake):
+    """A frame averaged over ranks minus a per-rank one would subtract the mean from rank 0 only (and fill
+    the other ranks with 0): an error instead, as the message says; after drop_index_levels() on both it works."""
+    ids = sorted(tau_lake.runs()["run_id"])
+    g1, g2 = tau_lake.graphframe(ids[0]), tau_lake.graphframe(ids[1])
+    mean = g1.copy()
+    mean.drop_index_levels()
+    with pytest.raises(ValueError, match=r"indexed differently, \(node\) and \(node, rank\): call drop_index_levels"):
+        mean - g2
+    other = g2.copy()
+    other.drop_index_levels()
+    diff = (mean - other).dataframe
+    root = next(iter(g1.graph.roots)).node_id
+    def root_mean(gf):
+        return gf.dataframe["time"].to_numpy()[node_ids(gf.dataframe) == root].mean()
+
+    assert diff["time"].to_numpy()[node_ids(diff) == root] == pytest.approx([root_mean(g1) - root_mean(g2)])
