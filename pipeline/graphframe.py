@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from perflake.errors import UsageError
 from perflake.graph import Graph
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
 
@@ -119,6 +120,44 @@ class GraphFrame:
             default_metric=_default_metric([m for m in metric_info if m.name in names], fmt),
             metadata=metadata,
         )
+
+    # -- Hatchet's constructors from profiles (perflake.read: the readers and normalisation of ingest) --------
+    @staticmethod
+    def from_tau(dirname) -> "GraphFrame":
+        """A TAU profile directory (Hatchet's ``from_tau``)."""
+        from perflake.read import read_tau
+
+        return read_tau(dirname)
+
+    @staticmethod
+    def from_caliper(filename_or_stream, query=None, node_ordering=None) -> "GraphFrame":
+        """A Caliper json-split file or ``.cali`` file (Hatchet's ``from_caliper``).  ``Node order`` is used
+        when the file has it, whatever ``node_ordering``; ``query`` (a CalQL query run by cali-query) is not
+        supported: query the ``.cali`` file itself, or the frame afterwards."""
+        from perflake.read import read_caliper
+
+        if query is not None:
+            raise UsageError("from_caliper(query=...) is not supported: perflake reads .cali files itself")
+        return read_caliper(filename_or_stream)
+
+    @staticmethod
+    def from_caliperreader(filename_or_caliperreader, native=False, string_attributes=None) -> "GraphFrame":
+        """A native ``.cali`` file (Hatchet's ``from_caliperreader``; perflake's own parser, Hatchet's
+        non-native metric names such as ``time``; ``string_attributes`` is not needed)."""
+        from perflake.read import read_caliper
+
+        if native:
+            raise UsageError("from_caliperreader(native=True) is not supported: metrics get Hatchet's default names")
+        return read_caliper(filename_or_caliperreader)
+
+    @staticmethod
+    def from_hpctoolkit(dirname) -> "GraphFrame":
+        """An HPCToolkit database, old (experiment.xml) or v4 (meta.db), sniffed (Hatchet's ``from_hpctoolkit``)."""
+        from perflake.read import read_hpctoolkit
+
+        return read_hpctoolkit(dirname)
+
+    from_hpctoolkit_latest = from_hpctoolkit  # Hatchet's name for v4 databases: the same sniffing reader
 
     # -- Hatchet's constructors from literals (perflake.literal_io) ------------------------------------------
     @staticmethod

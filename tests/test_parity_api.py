@@ -465,3 +465,25 @@ def test_tree_of_ten_thousand_nodes(tmp_path):
     assert len(lines) == len(gf.graph) >= 10_000
     assert lines[0].endswith(next(iter(gf.graph)).frame["name"]) and lines[1].startswith(("├─ ", "└─ "))
     assert len(gf.tree(colour=True).splitlines()) == len(gf.graph) + 6 + 10  # banner, legend
+
+
+def test_hatchet_file_constructors(shared_data):
+    """The first line of a Hatchet script works: GraphFrame.from_tau / from_caliper / from_caliperreader /
+    from_hpctoolkit / from_hpctoolkit_latest, with Hatchet's metric names and index levels."""
+    from perflake.errors import UsageError
+
+    tau = GraphFrame.from_tau(shared_data("tau-cpi-mpi"))
+    assert list(tau.dataframe.index.names) == ["node", "rank"] and tau.default_metric == "time (inc)"
+    assert tau.tree(rank=0, render_header=False, colour=False).startswith("51781.000 .TAU application\n")
+    lulesh_json = next(shared_data("caliper-lulesh-json").glob("*.json"))
+    assert GraphFrame.from_caliper(lulesh_json).default_metric == "time"
+    cali = GraphFrame.from_caliperreader(next(shared_data("caliper-lulesh-cali").glob("*.cali")))
+    assert cali.exc_metrics == ["time"] and cali.inc_metrics == ["time (inc)"]
+    old = GraphFrame.from_hpctoolkit(shared_data("hpctoolkit-cpi-database"))
+    assert any(str(n.frame["name"]).endswith(":MPI_Init") for n in old.graph.traverse())
+    v4 = GraphFrame.from_hpctoolkit_latest(shared_data("hpctoolkit-gamess"))
+    assert list(v4.dataframe.index.names) == ["node", "rank", "thread"]
+    with pytest.raises(UsageError, match="query=.*not supported"):
+        GraphFrame.from_caliper(lulesh_json, query="SELECT *")
+    with pytest.raises(UsageError, match="native=True.*not supported"):
+        GraphFrame.from_caliperreader(lulesh_json, native=True)
