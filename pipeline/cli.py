@@ -12,7 +12,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from perflake.errors import PerflakeError
+from perflake.errors import PerflakeError, UsageError
 
 if TYPE_CHECKING:  # pandas loads when a table is printed: `perflake ingest` starts faster without it
     import pandas as pd
@@ -189,8 +189,19 @@ def cmd_scaling(args) -> int:
     return EXIT_OK
 
 
+def _query_text(text: str):
+    """The string dialect as is; a JSON list is Hatchet's object dialect (``["*", {...}]`` pairs as tuples)."""
+    if not text.lstrip().startswith("["):
+        return text
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"the query looks like the object dialect (JSON) but is not JSON: {exc}") from None
+    return [tuple(item) if isinstance(item, list) else item for item in items]
+
+
 def cmd_query(args) -> int:
-    df = _lake(args).query(args.query, runs=args.runs or None, where=args.where,
+    df = _lake(args).query(_query_text(args.query), runs=args.runs or None, where=args.where,
                            multi_index_mode=args.multi_index_mode)
     _print_frame(_paths_column(df.drop(columns=["node_id"]), args.format), args.format, max_rows=args.max_rows)
     return EXIT_OK
@@ -318,12 +329,15 @@ def _parser() -> argparse.ArgumentParser:
     fmt_arg(sp)
     sp.set_defaults(func=cmd_scaling)
 
-    sp = sub.add_parser("query", help="call-path query (Hatchet's string dialect) over runs of the lake")
-    sp.add_argument("query", help='e.g. MATCH (".", p)->("*", q) WHERE p."name" =~ "MPI_.*"')
+    sp = sub.add_parser("query", help="call-path query (Hatchet's string or object dialect) over runs of the lake")
+    sp.add_argument("query", help='string dialect, e.g. MATCH (".", p)->("*", q) WHERE p."name" =~ "MPI_.*", '
+                                  'or object dialect as JSON, e.g. \'[{"name": "MPI_.*"}]\' or \'["*", {"time (inc)": "> 10"}]\'')
     sp.add_argument("runs", nargs="*", help="run ids (default: all runs, or --where)")
     lake_arg(sp)
     sp.add_argument("--where", help="SQL condition on the runs catalog, e.g. \"format = 'tau' and ranks >= 64\"")
-    sp.add_argument("--multi-index-mode", choices=["off", "any", "all"], default="off")
+    sp.add_argument("--multi-index-mode", choices=["off", "any", "all"], default="off",
+                    help="metric conditions on multi-rank runs: off = on each node's mean over ranks/threads "
+                         "(default), any/all = on any/every rank and thread")
     sp.add_argument("--max-rows", type=int, default=100)
     fmt_arg(sp)
     sp.set_defaults(func=cmd_query)

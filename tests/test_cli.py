@@ -84,3 +84,24 @@ def test_console_script_is_installed():
     exe = Path(sys.executable).with_name("perflake")
     assert exe.exists(), "pip install should create the perflake command"
     assert subprocess.run([str(exe), "--version"], capture_output=True, text=True).stdout.startswith("perflake ")
+
+
+def test_query_takes_both_dialects_and_tree_refuses_typos(tmp_path, shared_data):
+    lake = tmp_path / "lake"
+    proc = run("ingest", shared_data("tau-cpi-mpi"), "--lake", lake, "--json", check_code=0)
+    (run_id,) = json.loads(proc.stdout)["ingested"]
+    string = run("query", 'MATCH (".", p) WHERE p."name" STARTS WITH "MPI_Init"', "--lake", lake, "--format", "csv",
+                 check_code=0)
+    obj = run("query", '[{"name": "MPI_Init.*"}]', "--lake", lake, "--format", "csv", check_code=0)
+    assert obj.stdout == string.stdout
+    assert obj.stdout.splitlines()[1:] == [f"{run_id},1,MPI_Init(),.TAU application > MPI_Init()"]
+    pair = run("query", '[{"name": ".TAU application"}, ["+", {"name": "MPI_.*"}]]', "--lake", lake,
+               "--format", "csv", check_code=0)  # a JSON pair is a (quantifier, predicate) tuple
+    same = run("query", 'MATCH (".", p)->("+", q) WHERE p."name" = ".TAU application" AND q."name" =~ "MPI_.*"',
+               "--lake", lake, "--format", "csv", check_code=0)
+    assert pair.stdout == same.stdout and len(pair.stdout.splitlines()) > 3
+    bad = run("query", '[{"name": ', "--lake", lake)
+    assert bad.returncode == 2 and bad.stderr.startswith("perflake: the query looks like the object dialect")
+    for args, message in ((("--metric", "tme"), "no metric 'tme' in this frame"), (("--rank", 99), "rank 99 is not in")):
+        proc = run("tree", run_id, "--lake", lake, *args)
+        assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1 and not proc.stdout
