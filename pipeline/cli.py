@@ -71,6 +71,8 @@ def cmd_ingest(args) -> int:
         return EXIT_ERROR
     for _source, reason in report.failed:
         print(f"perflake: {reason}", file=sys.stderr)
+    for _path, reason in report.unrecognised:
+        print(f"perflake: warning: {reason}", file=sys.stderr)
     code = EXIT_OK if report.ok else EXIT_PARTIAL
     if args.json:
         print(json.dumps(report.as_dict(lake=args.lake, exit_code=code)))

@@ -18,6 +18,7 @@ class IngestReport:
     skipped_failed: list[tuple[str, str]] = field(default_factory=list)  # (source, reason it failed before)
     ignored: list[tuple[str, str]] = field(default_factory=list)  # (path, why not followed): symlinks
     settling: list[tuple[str, float]] = field(default_factory=list)  # (source, age s): younger than min_age
+    unrecognised: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): in a walk, like a profile
     unchanged: int = 0  # of ``skipped``: not hashed again (same files, sizes, mtimes as when last logged)
     outcomes: list[Outcome] = field(default_factory=list)  # every attempt, as logged
     invocation: str = ""
@@ -33,6 +34,8 @@ class IngestReport:
             text += f", {len(self.ignored)} symlinks not followed"
         if self.settling:
             text += f", {len(self.settling)} left for later: modified within --min-age"
+        if self.unrecognised:
+            text += f", {len(self.unrecognised)} files look like profiles but no reader accepts them"
         return text
 
     @property
@@ -52,7 +55,8 @@ class IngestReport:
             "duration_s": round(self.duration_s, 3),
             "counts": {"ingested": len(self.ingested), "skipped": len(self.skipped), "unchanged": self.unchanged,
                        "skipped_failed_before": len(self.skipped_failed), "failed": len(self.failed),
-                       "ignored": len(self.ignored), "settling": len(self.settling)},
+                       "ignored": len(self.ignored), "settling": len(self.settling),
+                       "unrecognised": len(self.unrecognised)},
             "ingested": list(self.ingested),  # run ids
             "ingested_files": [{"path": o.source, "run_id": o.run_id, "duration_s": round(o.duration_s, 3)}
                                for o in by_status.get("ingested", [])],
@@ -62,5 +66,6 @@ class IngestReport:
             "ignored": [{"path": p, "reason": r} for p, r in self.ignored],
             "settling": [{"path": p, "reason": f"modified {age:.0f} s ago, within --min-age"}
                          for p, age in self.settling],
+            "unrecognised": [{"path": p, "reason": r} for p, r in self.unrecognised],
             "log_file": self.log_file,
         }

@@ -32,6 +32,7 @@ class Scan:
     runs: list[tuple[str, str, str]] = field(default_factory=list)  # (format, run path, scanned root)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): explicit paths with no profile
     ignored: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): symlinks not followed
+    unrecognised: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): look like profiles, no reader
 
 
 @dataclass
@@ -60,14 +61,32 @@ def scan(paths, *, follow_symlinks: bool = False) -> Scan:
         if kind := detect(p):
             out.runs.append((kind, p, p))
             continue
-        found = _walk(p, follow_symlinks, out.ignored) if os.path.isdir(p) else []
+        found = _walk(p, follow_symlinks, out) if os.path.isdir(p) else []
         if not found:
             out.problems.append((p, f"{p}: not a profile perflake can read, and no profiles found inside"))
         out.runs += found
     return out
 
 
-def _walk(root: str, follow: bool, ignored: list) -> list[tuple[str, str, str]]:
+def _looks_like_profile(path: str) -> str | None:
+    """Why a file no reader accepts still looks like a profile (a walk then reports it), or None: a ``.cali``
+    file, or a ``.json`` file that starts as an object naming Caliper's keys (empty, truncated or damaged)."""
+    name = os.path.basename(path)
+    if name.endswith(".cali"):
+        return "a .cali file"
+    if name.endswith(".json"):
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(1 << 12)
+        except OSError:
+            return None
+        if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") and (b'"data"' in head or b'"columns"' in head):
+            return "a JSON file with Caliper's keys"
+    return None
+
+
+def _walk(root: str, follow: bool, out: Scan) -> list[tuple[str, str, str]]:
+    ignored = out.ignored
     root_real = os.path.realpath(root)
     found, seen = [], set()
     for top, dirs, files in os.walk(root, followlinks=follow):
@@ -92,6 +111,8 @@ def _walk(root: str, follow: bool, ignored: list) -> list[tuple[str, str, str]]:
                 continue
             if kind := detect(fp):
                 found.append((kind, fp, root))
+            elif looks := _looks_like_profile(fp):
+                out.unrecognised.append((fp, f"{fp}: {looks} that no reader accepts (empty, truncated or damaged?)"))
     return found
 
 

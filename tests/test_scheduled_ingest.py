@@ -187,7 +187,7 @@ def test_cli_json_summary_and_exit_codes(runs, tmp_path):
     s = json.loads(first.stdout)
     assert s["exit_code"] == 1 and s["lake"] == str(lake) and s["perflake_version"] == "0.1.0"
     assert s["counts"] == {"ingested": 3, "skipped": 0, "unchanged": 0, "skipped_failed_before": 0, "failed": 1,
-                           "ignored": 0, "settling": 0}
+                           "ignored": 0, "settling": 0, "unrecognised": 0}
     assert len(s["ingested"]) == 3 and {f["run_id"] for f in s["ingested_files"]} == set(s["ingested"])
     assert s["failed"][0]["path"] == str(bad) and "truncated" in s["failed"][0]["reason"]
     assert s["duration_s"] > 0 and s["log_file"].startswith(str(lake / "ingest_log"))
@@ -377,3 +377,33 @@ def test_readers_see_whole_runs_during_an_ingest(tmp_path):
     assert reader.returncode == 0, err
     result = json.loads(out)
     assert result["seen"] == 24 and result["states"] >= 3, result  # it saw the lake grow, batch by batch
+
+
+def test_a_walk_reports_files_that_look_like_profiles_but_no_reader_accepts(tmp_path, shared_data):
+    """In a scanned directory an empty .cali or a truncated json-split is not a run (no reader sniffs it),
+    but it is not silently dropped either: a warning, `unrecognised` in --json, exit 0; a README is ignored.
+    A path named on the command line that does not exist is a failure, and is logged in ingest_log."""
+    tree = tmp_path / "profiles"
+    tree.mkdir()
+    (tree / "empty.cali").write_bytes(b"")
+    src = next(shared_data("caliper-lulesh-json").glob("*.json")).read_bytes()
+    (tree / "cut.json").write_bytes(src[:3000])
+    (tree / "config.json").write_text('{"nodes": 4}')
+    (tree / "README.txt").write_text("runs of last week")
+    shutil.copytree(shared_data("tau-cpi-mpi"), tree / "tau")
+    lake = tmp_path / "lake"
+    proc = cli("ingest", tree, "--lake", lake, "--json")
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(proc.stdout)
+    assert s["counts"]["ingested"] == 1 and s["counts"]["unrecognised"] == 2 and s["failed"] == []
+    assert [u["path"] for u in s["unrecognised"]] == [str(tree / "cut.json"), str(tree / "empty.cali")]
+    assert "no reader accepts" in s["unrecognised"][1]["reason"]
+    assert proc.stderr.count("perflake: warning: ") == 2
+    text = cli("ingest", tree, "--lake", lake)
+    assert text.returncode == 0
+    assert text.stdout.strip().endswith(", 2 files look like profiles but no reader accepts them")
+    missing = cli("ingest", tmp_path / "nothere", "--lake", lake)
+    assert missing.returncode == 1
+    logged = Lake(lake).sql("select status, reason from ingest_log where source = $s",
+                                     params={"s": str(tmp_path / "nothere")})
+    assert logged.to_dict("records") == [{"status": "failed", "reason": f"{tmp_path / 'nothere'}: no such file or directory"}]
