@@ -95,7 +95,8 @@ def layout(gf, metric: str | None = None, *, rank: int = 0, thread: int = 0, agg
             width[i], x[i] = inc[i], total
             total += inc[i]
         else:
-            width[i] = inc[i] * min(1.0, width[p] / child_sum[p])  # child_sum[p] >= inc[i] > 0 or inc[i] == 0
+            share = width[p] / child_sum[p] if child_sum[p] > 0 else 0.0  # child_sum[p] >= inc[i] >= 0
+            width[i] = inc[i] * min(1.0, share)
             x[i] = cursor[p]
             cursor[p] += width[i]
         cursor[i] = x[i]
@@ -235,9 +236,10 @@ OUTPUTS = (".svg", ".png", ".folded")
 
 def save(gf, path, metric: str | None = None, *, rank: int = 0, thread: int = 0, aggregate: str | None = None,
          icicle: bool = False, color_by: str | None = None, title: str | None = None, sep: str = ";",
-         **style) -> int:
+         scale: float = 1.0, **style) -> int:
     """Write ``path`` by its suffix: ``.svg``, ``.png`` or ``.folded`` (flamegraph.pl stacks of the exclusive
-    partner of ``metric``, joined by ``sep``).  Returns the number of frames (lines) written."""
+    partner of ``metric``, joined by ``sep``, values x ``scale`` rounded).  Returns the number of frames (lines)
+    written."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in OUTPUTS:
@@ -246,7 +248,8 @@ def save(gf, path, metric: str | None = None, *, rank: int = 0, thread: int = 0,
         from perflake.folded import to_flamegraph
         from perflake.node_values import exclusive_metric
 
-        text = to_flamegraph(gf, exclusive_metric(gf, metric), rank=rank, thread=thread, aggregate=aggregate, sep=sep)
+        text = to_flamegraph(gf, exclusive_metric(gf, metric), rank=rank, thread=thread, aggregate=aggregate, sep=sep,
+                             scale=scale)
         path.write_text(text, encoding="utf-8")
         return text.count("\n")
     lay = layout(gf, metric, rank=rank, thread=thread, aggregate=aggregate, color_by=color_by)

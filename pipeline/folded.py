@@ -32,7 +32,8 @@ def _rounded(value: float) -> int:
 
 
 def to_flamegraph(gf, metric: str | None = None, name: str = "name", rank: int = 0, thread: int = 0,
-                  threshold: float = 0.0, *, aggregate: str | None = None, sep: str = HATCHET_SEPARATOR) -> str:
+                  threshold: float = 0.0, *, aggregate: str | None = None, sep: str = HATCHET_SEPARATOR,
+                  scale: float = 1.0) -> str:
     """Folded stacks for flamegraph.pl: ``a; b; c value`` per node (see the module docstring).
 
     Parameters
@@ -43,10 +44,11 @@ def to_flamegraph(gf, metric: str | None = None, name: str = "name", rank: int =
     threshold : accepted for Hatchet compatibility and ignored, as Hatchet does.
     aggregate : ``"sum"``, ``"mean"``, ``"min"`` or ``"max"`` over all locations instead of one location.
     sep : between frame names; Hatchet's ``"; "`` by default, ``";"`` is flamegraph.pl's own convention.
+    scale : values are multiplied by it before rounding (``1e6``: seconds written as microseconds).
     """
     del threshold
     metric = metric or exclusive_metric(gf, None)
-    values = node_values(gf, metric, rank=rank, thread=thread, aggregate=aggregate)
+    values = node_values(gf, metric, rank=rank, thread=thread, aggregate=aggregate) * scale
     labels = node_labels(gf, name)
     nodes = list(gf.graph)
     position = {id(n): i for i, n in enumerate(nodes)}
@@ -103,3 +105,11 @@ def to_dot(gf, metric: str | None = None, name: str = "name", rank: int = 0, thr
     header = ("strict digraph {\ngraph [bgcolor=transparent];\nnode [penwidth=4, shape=circle];\n"
               "edge [penwidth=2];\n\n")
     return header + "".join(node_lines) + "\n" + "".join(edge_lines) + "\n}\n"
+
+
+def lost_to_rounding(gf, metric: str | None = None, *, rank: int = 0, thread: int = 0,
+                     aggregate: str | None = None, scale: float = 1.0) -> float:
+    """The share of the measured (non-zero) values that folded stacks would write as 0 (below 0.5)."""
+    values = node_values(gf, metric or exclusive_metric(gf, None), rank=rank, thread=thread, aggregate=aggregate)
+    measured = np.abs(values[np.isfinite(values) & (values != 0)]) * scale
+    return float((measured < 0.5).mean()) if len(measured) else 0.0

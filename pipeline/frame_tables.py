@@ -63,6 +63,22 @@ def metrics_table(df: pd.DataFrame, columns: list[str]) -> pa.Table:
     return pa.table(data)
 
 
+def inclusive_partner(gf, exclusive: str) -> str | None:
+    """The inclusive metric of ``gf`` paired with ``exclusive`` by Hatchet's names: ``X (inc)`` (TAU,
+    HPCToolkit, json-split) or ``inclusive#X`` (Caliper's native attributes)."""
+    return next((c for c in (f"{exclusive} (inc)", f"inclusive#{exclusive}") if c in gf.inc_metrics), None)
+
+
+def exclusive_partner(gf, inclusive: str) -> str | None:
+    """The exclusive metric of ``gf`` paired with ``inclusive`` (see :func:`inclusive_partner`)."""
+    for prefix, suffix in (("", " (inc)"), ("inclusive#", "")):
+        if inclusive.startswith(prefix) and inclusive.endswith(suffix) and len(inclusive) > len(prefix + suffix):
+            base = inclusive[len(prefix):len(inclusive) - len(suffix)]
+            if base in gf.exc_metrics:
+                return base
+    return None
+
+
 def metric_roles(gf) -> list[Metric]:
     """The GraphFrame's numeric columns as Metrics (exclusive/inclusive from its lists, the rest other)."""
     out = []
@@ -74,7 +90,7 @@ def metric_roles(gf) -> list[Metric]:
     pairs = {m.name: m for m in out}
     for m in list(out):
         if m.role == EXCLUSIVE:
-            inc = next((i for i in gf.inc_metrics if i in (f"{m.name} (inc)",)), None)
+            inc = inclusive_partner(gf, m.name)
             if inc in pairs:
                 out[out.index(m)] = Metric(m.name, EXCLUSIVE, None, inc)
                 out[out.index(pairs[inc])] = Metric(inc, INCLUSIVE, None, m.name)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from perflake.errors import RenderError
-from perflake.frame_tables import metric_roles, node_ids
+from perflake.frame_tables import exclusive_partner, inclusive_partner, metric_roles, node_ids
 
 
 AGGREGATES = ("sum", "mean", "min", "max")
@@ -21,19 +21,17 @@ AGGREGATES = ("sum", "mean", "min", "max")
 
 # -- metric names ---------------------------------------------------------------------------------------------
 def exclusive_metric(gf, metric: str | None) -> str | None:
-    """``metric`` itself, unless it is an inclusive metric whose exclusive partner ``X`` of ``X (inc)`` exists."""
+    """``metric`` itself, unless it is an inclusive metric whose exclusive partner exists (``X`` of ``X (inc)`` or
+    of ``inclusive#X``)."""
     metric = metric or gf.default_metric
-    if metric in gf.inc_metrics and metric.endswith(" (inc)") and metric[: -len(" (inc)")] in gf.exc_metrics:
-        return metric[: -len(" (inc)")]
-    return metric
+    return (exclusive_partner(gf, metric) if metric in gf.inc_metrics else None) or metric
 
 
 def inclusive_metric(gf, metric: str | None) -> str | None:
-    """``metric`` itself, unless it is an exclusive metric whose inclusive partner ``X (inc)`` exists."""
+    """``metric`` itself, unless it is an exclusive metric whose inclusive partner exists (``X (inc)`` or
+    ``inclusive#X``)."""
     metric = metric or gf.default_metric
-    if metric in gf.exc_metrics and f"{metric} (inc)" in gf.inc_metrics:
-        return f"{metric} (inc)"
-    return metric
+    return (inclusive_partner(gf, metric) if metric in gf.exc_metrics else None) or metric
 
 
 def metric_names(gf) -> list[str]:

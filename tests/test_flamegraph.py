@@ -293,3 +293,45 @@ def test_cli_bad_output_or_options_exit_2_with_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("perflake: no metric 'nope' in this frame (metrics: time, time (inc)")
     assert main(["flamegraph", str(run), "-o", str(tmp_path / "f.svg"), "--rank", "9"]) == 2
     assert capsys.readouterr().err == "perflake: rank 9 is not in this frame (ranks 0..1)\n"
+
+
+def test_folded_scale_and_the_cli_warning_for_values_in_seconds(tmp_path, capsys):
+    gf = graphframe([tree("main", 0.75, 0.25, tree("a", 0.5, 0.5))])  # seconds: all round to 0 or 1
+    assert to_flamegraph(gf) == "main 0\nmain; a 0\n"
+    assert to_flamegraph(gf, scale=1e6) == "main 250000\nmain; a 500000\n"
+    lake = tmp_path / "lake"
+    assert main(["ingest", str(WRITERS["tau"](tmp_path / "gen", nodes=5, ranks=1, runs=1, seed=1)[0]),
+                 "--lake", str(lake), "--quiet"]) == 0  # microseconds: no warning
+    run_id = perflake.Lake(lake).runs()["run_id"][0]
+    capsys.readouterr()
+    assert main(["flamegraph", run_id, "--lake", str(lake), "-o", str(tmp_path / "us.folded")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    tau = perflake.Lake(lake).graphframe(run_id)
+    seconds = tau.copy()
+    seconds.dataframe = tau.dataframe.assign(time=tau.dataframe["time"] / 1e6)
+    from perflake.folded import lost_to_rounding
+
+    assert lost_to_rounding(tau) == 0.0 and lost_to_rounding(seconds) == 1.0
+    assert lost_to_rounding(seconds, scale=1e6) == 0.0
+
+
+def test_a_parent_whose_children_are_all_zero_lays_out_without_warnings():
+    import warnings
+
+    gf = graphframe([tree("main", 10.0, 10.0, tree("a", 0.0, 0.0, tree("b", 0.0, 0.0)))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # it divided 0 by 0
+        widths = {b.name: b.width for b in flamegraph.layout(gf).boxes}
+    assert widths == {"main": 10.0, "a": 0.0, "b": 0.0}
+
+
+def test_caliper_inclusive_hash_metrics_pair_with_their_exclusive_partner(shared_data):
+    """sw4's .cali: ``inclusive#X`` is the inclusive partner of the derived exclusive ``X`` (Caliper's names),
+    so folded stacks write exclusive values and the hot path follows inclusive ones."""
+    gf = perflake.read_caliper(next(shared_data("caliper-sw4-cuda-activity-profile-cali").glob("*.cali")))
+    inc, exc = "inclusive#scale#sum#cupti.host.duration", "scale#sum#cupti.host.duration"
+    from perflake.node_values import exclusive_metric, inclusive_metric
+
+    assert (exclusive_metric(gf, inc), inclusive_metric(gf, exc), inclusive_metric(gf, inc)) == (exc, inc, inc)
+    assert to_flamegraph(gf, scale=1e6).splitlines()[0] == "main 190094"  # main's own time, not its 271 s
+    assert [n.frame["name"] for n in gf.hot_path(metric=exc)][:3] == ["main", "solve", "TIME_STEPPING"]

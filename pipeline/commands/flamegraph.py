@@ -7,6 +7,7 @@ options (``--rank R [--thread T]`` for one location, or ``--aggregate sum|mean|m
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from perflake.errors import RenderError
@@ -51,12 +52,27 @@ def cmd_flamegraph(args) -> int:
     if out.suffix.lower() not in OUTPUTS:
         raise RenderError(f"{out}: cannot write {out.suffix or 'a file without suffix'!r} (use {', '.join(OUTPUTS)})")
     gf = load_graphframe(args)
-    style = {"width": args.width} if out.suffix.lower() != ".folded" else {}
+    folded = out.suffix.lower() == ".folded"
+    style = {"width": args.width} if not folded else {"scale": args.scale}
     n = save(gf, out, args.metric, icicle=args.icicle, color_by=args.color_by, title=args.title,
              **location(args, aggregate_default=None), **style)
-    kind = "lines" if out.suffix.lower() == ".folded" else "frames"
+    kind = "lines" if folded else "frames"
     print(f"wrote {out} ({n} {kind})")
+    if folded:
+        from perflake.folded import lost_to_rounding
+
+        lost = lost_to_rounding(gf, args.metric and _exclusive(gf, args.metric), scale=args.scale,
+                                **location(args, aggregate_default=None))
+        if lost > 0.5:
+            print(f"perflake: warning: {lost:.0%} of the measured values are below 0.5 and were written as 0 "
+                  f"(folded stacks hold integers): try --scale 1e6 (seconds as microseconds)", file=sys.stderr)
     return 0
+
+
+def _exclusive(gf, metric: str) -> str:
+    from perflake.node_values import exclusive_metric
+
+    return exclusive_metric(gf, metric)
 
 
 def register(sub, *, lake_arg, fmt_arg) -> None:
@@ -67,4 +83,6 @@ def register(sub, *, lake_arg, fmt_arg) -> None:
     sp.add_argument("--color-by", help="colour by this metric (default: by frame name)")
     sp.add_argument("--title", help="title of the picture")
     sp.add_argument("--width", type=float, default=1200, help="picture width in pixels (default 1200)")
+    sp.add_argument("--scale", type=float, default=1.0,
+                    help=".folded only: multiply the values before rounding to integers (1e6: seconds as microseconds)")
     sp.set_defaults(func=cmd_flamegraph)
