@@ -26,7 +26,7 @@ from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
 EXTRA_FRAME_COLUMNS = ("file", "module", "line", "end_line")
 
 
-EXCLUSIVE_DEFAULT = ("caliper", "caliper_json", "hpctoolkit")  # Hatchet's readers default to time for these
+EXCLUSIVE_DEFAULT = ("caliper", "caliper_json", "hatchet_json", "hpctoolkit")  # Hatchet's readers default to time
 
 
 def _default_metric(metrics: list[Metric], fmt: str | None = None) -> str | None:

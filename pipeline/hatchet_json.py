@@ -47,7 +47,9 @@ import pandas as pd
 import pyarrow as pa
 
 from perflake.errors import InteropError, ReaderError
-from perflake.interop import LOCATIONS, layout_rows, to_graphframe
+from perflake.interop import to_graphframe
+from perflake.readers.hatchet_json import load, rows_from_spec
+from perflake.readers.hatchet_layout import LOCATIONS
 
 EXTENSION_KEYS = ("default_metric", "metadata")
 SPARSE_ATTRIBUTES = ("file", "line", "end_line", "module")  # left out of the records when no node has a value
@@ -225,91 +227,17 @@ def write_thicket_json(runs: Mapping[str, object], path, **options) -> None:
     _write(path, json.dumps(to_thicket_dict(runs, **options)))
 
 
-# -- reading -------------------------------------------------------------------------------------------------
-def _require(spec, source: str) -> None:
-    if not isinstance(spec, dict):
-        raise ReaderError(source, "not Hatchet JSON: the top level is not an object")
-    missing = [k for k in ("graph", "dataframe", "dataframe_indices") if k not in spec]
-    if missing:
-        raise ReaderError(source, f"not Hatchet JSON: no {', '.join(repr(k) for k in missing)} key")
-    if not isinstance(spec["graph"], list) or not all(isinstance(g, dict) for g in spec["graph"]):
-        raise ReaderError(source, "'graph' must be a list of objects (one per root)")
-    if not isinstance(spec["dataframe"], list) or "node" not in (spec["dataframe_indices"] or []):
-        raise ReaderError(source, "'dataframe' must be a list of records and 'dataframe_indices' must name 'node'")
-
-
-def _pre_order(spec: dict, source: str) -> tuple[dict[int, int], list[dict], list[int]]:
-    """(nid -> local id, frame attributes, parent local ids) in pre-order from the roots."""
-    data, children = {}, {}
-    try:
-        for g in spec["graph"]:
-            for key, value in g.items():
-                nid = int(key)
-                attrs = value["data"]
-                if not isinstance(attrs, dict) or not attrs:
-                    raise ValueError(f"node {key}: 'data' must be a non-empty object")
-                data[nid] = attrs
-                children[nid] = [int(c) for c in value.get("children") or []]
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ReaderError(source, f"malformed 'graph': {exc}") from None
-    unknown = sorted({c for cs in children.values() for c in cs} - set(data))
-    if unknown:
-        raise ReaderError(source, f"'graph' names child {unknown[0]} that has no entry")
-    has_parent = {c for cs in children.values() for c in cs}
-    local, attrs, parents = {}, [], []
-    stack = [(nid, -1) for nid in reversed([n for n in data if n not in has_parent])]
-    while stack:
-        nid, parent = stack.pop()
-        if nid in local:
-            continue
-        local[nid] = len(attrs)
-        attrs.append(data[nid])
-        parents.append(parent)
-        stack.extend((c, local[nid]) for c in reversed(children[nid]))
-    if len(local) != len(data):
-        raise ReaderError(source, f"{len(data) - len(local)} nodes are not reachable from a root (a cycle)")
-    return local, attrs, parents
-
-
+# -- reading (perflake.readers.hatchet_json parses; here the rows become a GraphFrame) -----------------------
 def from_dict(spec: dict, *, source: str = "<hatchet json>"):
     """A perflake GraphFrame of a Hatchet JSON document, through perflake's table path (perflake.interop)."""
-    _require(spec, source)
-    local, attrs, parents = _pre_order(spec, source)
-    indices = list(spec["dataframe_indices"])
-    extra = [lv for lv in indices if lv not in ("node", *LOCATIONS)]
-    if extra:
-        raise ReaderError(source, f"dataframe indexed by {extra}: only node, rank and thread are read "
-                                  "(a Thicket's JSON is not one run)")
-    df = pd.DataFrame.from_records(spec["dataframe"]) if spec["dataframe"] else pd.DataFrame({"node": []})
-    if "node" not in df.columns or df["node"].isna().any():
-        raise ReaderError(source, "every dataframe record needs a 'node'")
-    try:
-        node = np.fromiter((local[int(n)] for n in df["node"]), np.int64, len(df))
-    except KeyError as exc:
-        raise ReaderError(source, f"dataframe record of node {exc.args[0]}, which is not in 'graph'") from None
-    locations = {}
-    for lv in LOCATIONS:
-        if lv in indices:
-            if lv not in df.columns or df[lv].isna().any():
-                raise ReaderError(source, f"'{lv}' is an index level but not in every record")
-            locations[lv] = df[lv].to_numpy(dtype=np.int64)
-    columns = df.drop(columns=[c for c in indices if c in df.columns]).reset_index(drop=True)
-    rows = layout_rows(attrs, parents, node, locations, columns, spec.get("exclusive_metrics") or [],
-                       spec.get("inclusive_metrics") or [], metadata=spec.get("metadata"), source=source)
-    return to_graphframe(rows, spec.get("default_metric"))
+    rows = rows_from_spec(spec, source)
+    return to_graphframe(rows, spec.get("default_metric") if isinstance(spec, dict) else None)
 
 
 def read_hatchet_json(path):
     """Read a Hatchet JSON file (written by Hatchet's ``to_json`` or by perflake) into a perflake GraphFrame."""
     path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            spec = json.load(fh)
-    except OSError as exc:
-        raise ReaderError(path, exc.strerror or str(exc)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ReaderError(path, f"not JSON: {exc}") from None
-    return from_dict(spec, source=path)
+    return from_dict(load(path), source=path)
 
 
 def from_hatchet_json(text: str, *, source: str = "<hatchet json>"):

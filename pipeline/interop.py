@@ -40,19 +40,14 @@ not carried over; ``default_metric`` and ``metadata`` are.
 from __future__ import annotations
 
 import copy
-import math
-from numbers import Number
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from perflake.errors import InteropError
-from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
+from perflake.readers.base import ProfileRows
+from perflake.readers.hatchet_layout import ATTRIBUTES, LOCATIONS, layout_rows
 
-ATTRIBUTES = ("name", "type", "file", "line", "end_line", "module")
-LOCATIONS = ("rank", "thread")
-NOT_METRICS = frozenset(ATTRIBUTES) | {"nid", "node", *LOCATIONS}
 INSTALL_HINT = ("llnl-hatchet 2026.2 requires pandas<3, so it is not a perflake extra: install it next to perflake "
                 "with pip install --no-deps 'llnl-hatchet==2026.2.0' pydot pyyaml textx multiprocess caliper-reader, "
                 "or write Hatchet's JSON (perflake export RUN --to hatchet-json -o run.json) and load it with "
@@ -140,113 +135,6 @@ def from_hatchet(hgf):
                        df.reset_index(drop=True), hgf.exc_metrics or [], hgf.inc_metrics or [],
                        metadata=getattr(hgf, "metadata", None), source="<hatchet GraphFrame>")
     return to_graphframe(rows, getattr(hgf, "default_metric", None))
-
-
-# -- the Hatchet layout as reader rows (shared with perflake.hatchet_json) -------------------------------------
-def _missing(v) -> bool:
-    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-
-
-def _text(v) -> str | None:
-    """A file or module: missing, and Hatchet's 0 for 'unknown', become None."""
-    if _missing(v):
-        return None
-    if isinstance(v, Number) and not isinstance(v, bool):
-        return None if v == 0 else str(v)
-    return str(v)
-
-
-def _line(v, has_file: bool) -> int | None:
-    if _missing(v) or isinstance(v, bool):
-        return None
-    try:
-        number = int(v)
-    except (TypeError, ValueError):
-        return None
-    return None if number == 0 and not has_file else number
-
-
-def _first_values(columns: pd.DataFrame, node: np.ndarray, n: int) -> dict[str, list]:
-    """For each attribute column of the dataframe: the first non-null value of every node (None if none)."""
-    out = {}
-    for c in ATTRIBUTES:
-        if c in columns.columns:
-            first = columns[c].groupby(node, sort=False).first()
-            values = [None] * n
-            for k, v in zip(first.index.tolist(), first.tolist()):
-                values[int(k)] = None if _missing(v) else v
-            out[c] = values
-    return out
-
-
-def _frames(attrs: list[dict], parents: list[int], firsts: dict[str, list]) -> pa.Table:
-    cols = {k: [] for k in ATTRIBUTES}
-    for i, a in enumerate(attrs):
-        def get(key):
-            return a[key] if key in a and not _missing(a[key]) else firsts.get(key, [None] * len(attrs))[i]
-
-        name = get("name")
-        kind = a.get("type")
-        file = _text(get("file"))
-        cols["name"].append(str(name) if name is not None else str(a))
-        cols["type"].append(None if _missing(kind) or kind == "None" else str(kind))
-        cols["file"].append(file)
-        cols["line"].append(_line(get("line"), file is not None))
-        cols["end_line"].append(_line(get("end_line"), file is not None))
-        cols["module"].append(_text(get("module")))
-    return pa.table({"local_id": pa.array(range(len(attrs)), pa.int32()), "parent_local": pa.array(parents, pa.int32()),
-                     **cols}, schema=FRAME_SCHEMA)
-
-
-def metric_roles(columns: pd.DataFrame, exc_metrics, inc_metrics) -> list[Metric]:
-    """The metric columns with their roles (module docstring); listed metrics stored as text are parsed."""
-    exc, inc = set(exc_metrics), set(inc_metrics)
-    names = []
-    for c in columns.columns:
-        if not isinstance(c, str) or c in NOT_METRICS:
-            continue
-        s = columns[c]
-        if pd.api.types.is_bool_dtype(s):
-            continue
-        if pd.api.types.is_numeric_dtype(s) or c in exc | inc:
-            names.append(c)
-    present = set(names)
-    out = []
-    for c in names:
-        if c in exc:
-            pair = f"{c} (inc)" if f"{c} (inc)" in inc and f"{c} (inc)" in present else None
-            out.append(Metric(c, EXCLUSIVE, None, pair))
-        elif c in inc:
-            base = c[: -len(" (inc)")] if c.endswith(" (inc)") else None
-            out.append(Metric(c, INCLUSIVE, None, base if base in exc and base in present else None))
-        else:
-            out.append(Metric(c, OTHER))
-    return out
-
-
-def layout_rows(attrs: list[dict], parents: list[int], node: np.ndarray, locations: dict, columns: pd.DataFrame,
-                exc_metrics, inc_metrics, *, metadata=None, source: str = "<hatchet>") -> ProfileRows:
-    """Reader rows of a graph in Hatchet's layout.
-
-    ``attrs[i]``: frame attributes of node i (pre-order); ``parents[i]``: index of its parent (smaller than i)
-    or -1; ``node``: the node index of every dataframe row; ``locations``: ``rank``/``thread`` arrays (absent
-    means 0); ``columns``: the dataframe's columns, one row per dataframe row.
-    """
-    if not attrs:
-        raise InteropError(f"{source}: the graph has no nodes")
-    node = np.asarray(node, dtype=np.int64)
-    frames = _frames(attrs, parents, _first_values(columns, node, len(attrs)))
-    metrics = metric_roles(columns, exc_metrics, inc_metrics)
-    n = len(columns)
-    values = {"local_id": pa.array(node.astype(np.int32)),
-              **{lv: pa.array(np.asarray(locations[lv], dtype=np.int64).astype(np.int32) if lv in locations
-                              else np.zeros(n, np.int32)) for lv in LOCATIONS}}
-    for m in metrics:
-        data = pd.to_numeric(columns[m.name], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-        values[m.name] = pa.array(data, pa.float64())
-    meta = dict(metadata) if isinstance(metadata, dict) else {}
-    return ProfileRows(format="hatchet", source=source, frames=frames, values=pa.table(values), metrics=metrics,
-                       metadata=meta)
 
 
 def to_graphframe(rows: ProfileRows, default_metric: str | None = None):

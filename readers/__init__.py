@@ -15,6 +15,7 @@ from perflake.errors import FormatNotRecognized
 _REGISTRY = {
     "caliper": "perflake.readers.caliper",
     "caliper_json": "perflake.readers.caliper_json",
+    "hatchet_json": "perflake.readers.hatchet_json",
     "hpctoolkit": "perflake.readers.hpctoolkit",
     "hpctoolkit_v4": "perflake.readers.hpctoolkit_v4",
     "tau": "perflake.readers.tau",

@@ -61,13 +61,15 @@ SOURCES = {
     ],
     "caliper_json": ["caliper-cpi-json/cpi-callpath-profile.json",
                      "caliper-lulesh-json/lulesh-annotation-profile.json"],
+    "hatchet_json": ["json/hatchet-graph-literal.json"],
     "hpctoolkit": ["hpctoolkit-cpi-database"],
     "hpctoolkit_v4": ["hpctoolkit-gamess"],
     "tau": ["tau-cpi-mpi"],
 }
 # share of the cases per format (hpctoolkit_v4 is small: its only real database takes ~0.4 s to read)
-WEIGHTS = {"caliper": 0.27, "caliper_json": 0.22, "hpctoolkit": 0.22, "hpctoolkit_v4": 0.07, "tau": 0.22}
-TEXT = {"caliper", "caliper_json", "hpctoolkit", "tau"}  # formats with text files
+WEIGHTS = {"caliper": 0.25, "caliper_json": 0.2, "hatchet_json": 0.06, "hpctoolkit": 0.21, "hpctoolkit_v4": 0.07,
+           "tau": 0.21}
+TEXT = {"caliper", "caliper_json", "hatchet_json", "hpctoolkit", "tau"}  # formats with text files
 BINARY = {"hpctoolkit", "hpctoolkit_v4"}  # formats with binary files
 
 # random mutations, by weight; "text" ones apply to text files (xml, json, cali, TAU), "binary" ones to binary
@@ -78,6 +80,7 @@ BINARY_MUTATIONS = {"word": 4, "float": 3}
 STRUCTURAL = {
     "caliper": {"empty_file": 1, "empty_dir": 1, "missing": 1, "huge_line": 1},
     "caliper_json": {"empty_file": 1, "empty_dir": 1, "missing": 1, "huge_line": 1, "json_deep": 2, "json_shape": 8},
+    "hatchet_json": {"empty_file": 1, "missing": 1, "huge_line": 1, "json_deep": 1, "hatchet_shape": 10},
     "hpctoolkit": {"empty_file": 2, "empty_dir": 1, "missing": 4, "huge_line": 1, "rename": 6, "metricdb_shape": 6,
                    "xml_hostile": 6},
     "hpctoolkit_v4": {"empty_file": 2, "empty_dir": 1, "missing": 3, "huge_line": 1},
@@ -399,7 +402,7 @@ def _structural(rng: random.Random, case: Case, path: Path, root: Path) -> tuple
         return path, f"hostile DTD in experiment.xml: {evil[:40]!r}"
     if m == "json_deep":
         data = path.read_bytes()
-        pos = data.find(b'"nodes"')
+        pos = data.find(b'"nodes"') if case.kind == "caliper_json" else data.find(b'"dataframe"')
         deep = b"[" * 200_000 + b"]" * 200_000
         path.write_bytes(data[:pos] + b'"deep": ' + deep + b", " + data[pos:])
         return path, "200,000 nested lists"
@@ -428,6 +431,35 @@ def _structural(rng: random.Random, case: Case, path: Path, root: Path) -> tuple
             doc["data"] = [[str(c) for c in row] for row in doc["data"]]
         path.write_text(json.dumps(doc, indent=1))
         return path, f"json shape: {what}"
+    if m == "hatchet_shape":  # valid Hatchet JSON syntax, wrong shapes
+        doc = json.loads(path.read_bytes())
+        what = rng.choice(["data", "children", "node", "rank", "value", "indices", "metrics", "metadata", "graph"])
+        nodes = doc["graph"][0]
+        key = rng.choice(list(nodes))
+        records = doc["dataframe"]
+        if what == "data":
+            nodes[key]["data"] = rng.choice([None, 5, [], {}, "x", {"name": None}, {"name": ["a"]}, {"name": 2**70}])
+        elif what == "children":
+            nodes[key]["children"] = rng.choice([None, "1", [None], [key], [-1], [1.5], [2**70], {"a": 1}])
+        elif what == "node" and records:
+            rng.choice(records)["node"] = rng.choice([None, "x", 1.5, -1, 2**70, [0], True])
+        elif what == "rank":
+            doc["dataframe_indices"] = ["node", "rank"]
+            for r in records:
+                r["rank"] = rng.choice([0, -3, 2**40, 1.5, "x", None, True])
+        elif what == "value" and records:
+            rng.choice(records)[rng.choice(["time", "time (inc)", "name", "line", "file"])] = rng.choice(
+                ["x", None, [1], {"a": 1}, 1e308, -1e308, True, 2**70, "\ud800"])
+        elif what == "indices":
+            doc["dataframe_indices"] = rng.choice([None, "node", [], [None], ["rank"], ["node", "node"], 5])
+        elif what == "metrics":
+            doc[rng.choice(["inclusive_metrics", "exclusive_metrics"])] = rng.choice([None, "time", [None], [5], {}])
+        elif what == "metadata":
+            doc["metadata"] = rng.choice([None, [], "x", {"a": [1, {"b": None}]}, 5])
+        else:
+            doc["graph"] = rng.choice([[], [None], [{}], {"0": {}}, [{"x": {"data": {"name": "a"}}}], "graph"])
+        path.write_text(json.dumps(doc, indent=1))
+        return path, f"hatchet json shape: {what}"
     raise ValueError(f"unknown mutation {m!r}")
 
 

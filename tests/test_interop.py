@@ -136,7 +136,7 @@ def test_from_hatchet_on_hatchet_shaped_objects_keeps_ids(shared_data, threaded)
 
 def test_from_hatchet_maps_hatchets_placeholders():
     """Hatchet's TAU reader writes 0 for an unknown file/module/line; its Frame writes type 'None'."""
-    from perflake.interop import layout_rows
+    from perflake.readers.hatchet_layout import layout_rows
 
     columns = pd.DataFrame({"name": ["main", "f"], "file": [0, "a.c"], "module": [0, 0], "line": [0, 7],
                             "nid": [1, 2], "spot.channel": ["x", "y"], "time": [1.0, 2.0], "Calls": [1.0, 3.0]})

@@ -23,6 +23,7 @@ DATASETS = {
                 "caliper-ordered-cali-mpi/230525-151723_1930647_FSY8b8cKSEEi.cali",
                 "caliper-sw4-cuda-activity-profile-cali/caliper_cuda_activity_profile_summary_v2.cali"],
     "caliper_json": ["caliper-cpi-json/cpi-callpath-profile.json", "caliper-lulesh-json/lulesh-annotation-profile.json"],
+    "hatchet_json": ["json/hatchet-graph-literal.json"],
     "hpctoolkit": ["hpctoolkit-cpi-database"],
     "hpctoolkit_v4": ["hpctoolkit-gamess"],
     "tau": ["tau-cpi-mpi"],

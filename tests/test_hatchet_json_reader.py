@@ -1,0 +1,63 @@
+"""Hatchet JSON as an input format (readers/hatchet_json.py): the golden, ingest, and perflake's own export."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import golden as golden_check
+import perflake
+from perflake.cli import main
+from perflake.errors import ReaderError
+from perflake.readers import detect
+from perflake.readers.hatchet_json import Reader
+
+DATASET = "json/hatchet-graph-literal.json"
+
+
+def test_hatchet_json_matches_the_golden(shared_data, golden):
+    path = shared_data(DATASET)
+    assert detect(path) == "hatchet_json"
+    gf = perflake.read(path)
+    assert gf.default_metric == "time"  # Hatchet's from_json: GraphFrame's default
+    gold = golden("hatchet-json")
+    ours = golden_check.compare(gf, gold)
+    assert len(ours) == len(gold.groupby("callpath"))  # node counts agree (same-name siblings summed)
+    assert [r.frame["name"] for r in gf.graph.roots] == ["foo", "waldo"]
+    values = gf.dataframe.loc[gf.graph.roots[0]]
+    assert (values["time"], values["time (inc)"]) == (0.0, 135.0)  # the golden's ["foo"] row
+
+
+def test_ingest_and_tree_take_hatchet_json_including_perflakes_export(tmp_path, shared_data):
+    """perflake export writes Hatchet JSON; perflake ingest (and tree on the file) read it back: same values."""
+    lake, copy = tmp_path / "lake", tmp_path / "copy"
+    assert main(["ingest", str(shared_data("tau-cpi-mpi")), "--lake", str(lake), "--quiet"]) == 0
+    run_id = perflake.Lake(lake).runs()["run_id"][0]
+    out = tmp_path / "tau.json"
+    assert main(["export", run_id, "--lake", str(lake), "-o", str(out)]) == 0
+    assert main(["ingest", str(out), "--lake", str(copy), "--quiet"]) == 0
+    runs = perflake.Lake(copy).runs()
+    assert list(runs["format"]) == ["hatchet_json"]
+    a, b = perflake.Lake(lake).graphframe(run_id), perflake.Lake(copy).graphframe(runs["run_id"][0])
+    assert {n.node_id for n in a.graph} == {n.node_id for n in b.graph}  # same call paths, same ids
+    for metric in ("time", "time (inc)"):  # (the default differs: Hatchet's from_json defaults to time)
+        assert a.tree(metric, rank=2, render_header=False, colour=False) == \
+            b.tree(metric, rank=2, render_header=False, colour=False)
+    assert main(["tree", str(out), "--depth", "0", "--no-header"]) == 0
+
+
+def test_sniffing_and_errors(tmp_path):
+    thicket = tmp_path / "thicket.json"
+    thicket.write_text(json.dumps({"graph": [{"0": {"data": {"name": "a"}, "children": []}}],
+                                   "dataframe_indices": ["node", "profile"], "dataframe": []}))
+    assert Reader.sniff(str(thicket))
+    with pytest.raises(ReaderError, match="Thicket"):
+        Reader().read(str(thicket))
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"graph": [{"0": {"data": {"name": "a"}')
+    with pytest.raises(ReaderError, match=r"cut\.json: not JSON"):
+        Reader().read(str(cut))
+    other = tmp_path / "other.json"
+    other.write_text('{"data": [], "columns": []}')
+    assert not Reader.sniff(str(other)) and not Reader.sniff(str(tmp_path))
