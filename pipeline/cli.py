@@ -120,9 +120,14 @@ exit codes:
 
 
 def cmd_runs(args) -> int:
-    df = _lake(args).sql(
+    lake = _lake(args)
+    df = lake.sql(
         "select run_id, format, app, ranks, threads, n_nodes, exc_metrics, launch_time, source from runs order by ingested_at, run_id"
     )
+    if args.where:
+        from perflake.lake_query import select_runs
+
+        df = df[df["run_id"].isin(set(select_runs(lake, where=args.where)))]
     _print_frame(df, args.format)
     return EXIT_OK
 
@@ -235,8 +240,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def lake_arg(sp, required=True):
-        sp.add_argument("--lake", required=required, default=os.environ.get("PERFLAKE_LAKE") if not required else None,
-                        help="lake root (a directory or fsspec URL)")
+        env = os.environ.get("PERFLAKE_LAKE") or None
+        sp.add_argument("--lake", required=required and env is None, default=env,
+                        help="lake root (a directory or fsspec URL; default: $PERFLAKE_LAKE)")
 
     def fmt_arg(sp):
         sp.add_argument("--format", choices=["table", "csv", "json"], default="table")
@@ -262,6 +268,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("runs", help="list the runs catalog")
     lake_arg(sp)
+    sp.add_argument("--where", help="SQL condition on the runs catalog, e.g. \"format = 'tau' and ranks >= 64\"")
     fmt_arg(sp)
     sp.set_defaults(func=cmd_runs)
 

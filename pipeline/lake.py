@@ -14,7 +14,7 @@ import pyarrow as pa
 from perflake import duck, sqlfiles
 from perflake.catalogs.catalog import Catalog
 from perflake.catalogs.schema import DATA_TABLES, INGEST_LOG, INGEST_LOG_SCHEMA
-from perflake.errors import LakeError, UnknownRun
+from perflake.errors import LakeError, UnknownRun, UsageError
 from perflake.ingest import LOCK_TIMEOUT, IngestReport, ingest
 from perflake.readers.base import Metric
 
@@ -111,6 +111,9 @@ class Lake:
 
     def resolve(self, run: str) -> dict:
         """The catalog row of ``run`` (a run id or a unique prefix of one)."""
+        if not isinstance(run, str):
+            raise UsageError(f"one run id (a string) is needed, not {type(run).__name__} {str(run)[:60]}: for several "
+                             "runs use ensemble(), ensemble_graphframe() or compare()")
         runs = self.catalog().runs().to_pylist()
         hits = [r for r in runs if r["run_id"] == run] or [r for r in runs if r["run_id"].startswith(run)]
         if len(hits) != 1:

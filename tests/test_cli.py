@@ -105,3 +105,24 @@ def test_query_takes_both_dialects_and_tree_refuses_typos(tmp_path, shared_data)
     for args, message in ((("--metric", "tme"), "no metric 'tme' in this frame"), (("--rank", 99), "rank 99 is not in")):
         proc = run("tree", run_id, "--lake", lake, *args)
         assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1 and not proc.stdout
+
+
+def test_runs_where_and_the_perflake_lake_variable(tmp_path, shared_data):
+    lake = tmp_path / "lake"
+    run("ingest", shared_data("tau-cpi-mpi"), shared_data("hpctoolkit-cpi-database"), "--lake", lake, check_code=0)
+    tau = run("runs", "--lake", lake, "--where", "format = 'tau'", "--format", "csv", check_code=0).stdout.splitlines()
+    assert len(tau) == 2 and tau[1].split(",")[1] == "tau"
+    both = run("runs", "--lake", lake, "--format", "csv", check_code=0).stdout.splitlines()
+    assert len(both) == 3
+    bad = run("runs", "--lake", lake, "--where", "nope > 1")
+    assert bad.returncode == 2 and bad.stderr.startswith("perflake: --where 'nope > 1': ")
+    env = {**os.environ, "PERFLAKE_LAKE": str(lake)}
+    for args in (["runs", "--format", "csv"], ["ingest", str(shared_data("tau-cpi-mpi"))]):
+        proc = subprocess.run([*PERFLAKE, *args], capture_output=True, text=True, timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ingested 0 runs, skipped 1 already present, 0 failed"
+    import perflake
+    from perflake.errors import UsageError
+
+    with pytest.raises(UsageError, match="one run id .* not list"):
+        perflake.Lake(lake).graphframe(tau[1:])
