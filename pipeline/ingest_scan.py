@@ -18,7 +18,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from perflake.readers import detect, get_reader
+from perflake.readers import detect, get_reader, part_of
 
 FOLLOW_HINT = "not followed (use --follow-symlinks)"
 
@@ -63,7 +63,9 @@ def scan(paths, *, follow_symlinks: bool = False) -> Scan:
             continue
         found = _walk(p, follow_symlinks, out) if os.path.isdir(p) else []
         if not found:
-            out.problems.append((p, f"{p}: not a profile perflake can read, and no profiles found inside"))
+            hint = part_of(p)
+            out.problems.append((p, f"{p}: {hint}" if hint else
+                                 f"{p}: not a profile perflake can read, and no profiles found inside"))
         out.runs += found
     return out
 

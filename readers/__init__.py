@@ -50,7 +50,8 @@ def read(path: str | os.PathLike, kind: str | None = None):
             raise FormatNotRecognized(path, "no such file or directory")
         kind = detect(path)
         if kind is None:
-            raise FormatNotRecognized(path, "not a profile perflake can read (formats: " + ", ".join(_REGISTRY) + ")")
+            raise FormatNotRecognized(path, part_of(path) or "not a profile perflake can read (formats: "
+                                      + ", ".join(_REGISTRY) + ")")
     return get_reader(kind).read(path)
 
 
@@ -63,3 +64,13 @@ def detect_among(path: str | os.PathLike, kinds) -> str:
         if kind in _REGISTRY and importlib.import_module(_REGISTRY[kind]).Reader.sniff(path):
             return kind
     raise FormatNotRecognized(path, f"not a {' or '.join(kinds)} profile")
+
+
+def part_of(path: str | os.PathLike) -> str | None:
+    """For a file inside a directory-format profile (a TAU ``profile.N.C.T``, an HPCToolkit ``*.metric-db``):
+    a message saying to pass the directory; None otherwise."""
+    path = os.fspath(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isfile(path) and (kind := detect(parent)):
+        return f"one file of the {kind} profile {parent}: pass that directory"
+    return None

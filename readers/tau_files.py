@@ -74,6 +74,8 @@ def _parse_file(path: str, want_metadata: bool) -> _Entries:
             data = fh.read()
     except OSError as exc:
         raise ReaderError(path, f"cannot read: {exc.strerror or exc}") from None
+    if not data.strip():
+        raise ReaderError(path, "empty file (a TAU profile starts with '<count> templated_functions...')")
     first_nl = data.find(b"\n")
     m = HEADER_RE.match(data[: first_nl if first_nl >= 0 else len(data)])
     if not m:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,19 @@ def test_runs_where_and_the_perflake_lake_variable(tmp_path, shared_data):
 
     with pytest.raises(UsageError, match="one run id .* not list"):
         perflake.Lake(lake).graphframe(tau[1:])
+
+
+def test_a_file_of_a_directory_profile_says_to_pass_the_directory(tmp_path, shared_data):
+    tau = shared_data("tau-cpi-mpi")
+    proc = run("tree", tau / "profile.0.0.0")
+    assert proc.returncode == 2
+    assert proc.stderr == f"perflake: {tau / 'profile.0.0.0'}: one file of the tau profile {tau}: pass that directory\n"
+    xml = shared_data("hpctoolkit-cpi-database") / "experiment.xml"
+    proc = run("ingest", xml, "--lake", tmp_path / "lake")
+    assert proc.returncode == 1 and "one file of the hpctoolkit profile" in proc.stderr
+    empty = tmp_path / "tau"
+    shutil.copytree(tau, empty)
+    (empty / "profile.1.0.0").write_bytes(b"")  # (rank 0's file is what the format is recognised by)
+    proc = run("tree", empty)
+    assert proc.returncode == 2 and proc.stderr.strip().endswith("profile.1.0.0: empty file (a TAU profile starts "
+                                                                 "with '<count> templated_functions...')")
