@@ -244,7 +244,9 @@ def test_svg_and_png_files(study, tmp_path):
         svg = plot.save(tmp_path / f"{kind}.SVG")
         text = svg_text(svg)
         ax = plot.axes
-        for label in (ax.get_xlabel(), ax.get_ylabel(), ax.get_title(loc="left")):
+        title = plot.figure.get_suptitle() or ax.get_title(loc="left")
+        assert title, kind
+        for label in (ax.get_xlabel(), ax.get_ylabel(), title):
             assert label in text, (kind, label)
         for tick in ax.get_yticklabels() if kind != "scaling" else ax.get_xticklabels():
             assert tick.get_text() in text
@@ -331,3 +333,19 @@ def test_labels_are_short_and_distinct():
     assert grown == ["\u2026 > x > a > solve", "\u2026 > y > a > solve"]
     assert path_labels([("m", "f"), ("m", "f")], [" [run1]", " [run2]"]) == ["m > f [run1]", "m > f [run2]"]
     assert issubclass(PlotError, PerflakeError)
+
+
+def test_imbalance_labels_of_look_alike_deep_paths_fit(tmp_path):
+    """Paths that differ only deep down (HPCToolkit's '<unknown procedure>' chains) once gave 277-character
+    labels, and constrained layout collapsed the axes (a warning, an unreadable picture)."""
+    import warnings
+
+    rows = pd.DataFrame({"path": [("main",) + ("<unknown procedure>",) * k + ("loop",) for k in range(1, 13)],
+                         "imbalance": np.linspace(3.0, 1.5, 12), "metric": "time", "run_id": "r" * 16})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plot = plot_imbalance(rows, top=12)
+        plot.save(tmp_path / "deep.png")
+    labels = list(plot.data["label"])
+    assert max(map(len, labels)) <= 94 and len(set(labels)) == 12
+    assert plot.figure.get_size_inches()[0] >= 0.058 * max(map(len, labels)) + 7.0

@@ -14,6 +14,8 @@ otherwise be equal.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import io
 import math
 import os
@@ -132,10 +134,26 @@ def _label(path: Sequence, frames: int, leaf_width: int, width: int) -> str:
 
 
 def path_labels(paths: Sequence[Sequence], suffixes: Sequence[str] | None = None, *, frames: int = 2,
-                leaf_width: int = 40, width: int = 24) -> list[str]:
+                leaf_width: int = 40, width: int = 24, max_chars: int = 90) -> list[str]:
     """A short, distinct label per call path (a sequence of frame names, root first): the last ``frames``
     names (the leaf up to ``leaf_width`` characters, its ancestors up to ``width``), more frames where two
-    labels collide; ``suffixes`` (e.g. a run id) are appended as given."""
+    labels collide; ``suffixes`` (e.g. a run id) are appended as given.  A label longer than ``max_chars``
+    keeps its end (collisions deep in a tree of look-alike frames, as HPCToolkit's ``<unknown procedure>``,
+    would otherwise give labels wider than any figure), numbered ``[k]`` if that makes two equal."""
+    return _fit(_distinct_labels(paths, suffixes, frames, leaf_width, width), max_chars)
+
+
+def _fit(labels: list[str], max_chars: int) -> list[str]:
+    out = [t if len(t) <= max_chars else "\u2026" + t[-(max_chars - 1):] for t in labels]
+    total, seen = Counter(out), Counter()
+    for i, text in enumerate(out):
+        if total[text] > 1:
+            seen[text] += 1
+            out[i] = f"{text} [{seen[text]}]"
+    return out
+
+
+def _distinct_labels(paths, suffixes, frames: int, leaf_width: int, width: int) -> list[str]:
     paths = [tuple("" if p is None else p) or ("",) for p in paths]
     suffixes = list(suffixes) if suffixes is not None else [""] * len(paths)
     depth = [min(frames, len(p)) for p in paths]

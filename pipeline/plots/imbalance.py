@@ -102,14 +102,15 @@ def plot_imbalance(df: pd.DataFrame, *, column: str = "imbalance", top: int | No
     values = rows[column].to_numpy(dtype=float)
     n = len(rows)
 
-    fig = new_figure(width, 1.3 + 0.32 * n)
+    longest = max((len(t) for t in labels), default=0)
+    fig = new_figure(max(width, 0.058 * longest + 7.0), 1.3 + 0.32 * n)  # labels, then bars and their values
     ax = fig.add_subplot()
     y = np.arange(n)[::-1]  # the first (largest) row at the top
     ax.barh(y, values, height=0.7, color=BAR_COLOUR, zorder=2)
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_ylim(-0.6, n - 0.4)
     ax.set_xlabel(_xlabel(rows, column))
-    ax.set_title(title if title is not None else _title(df, column, n), fontsize=10, loc="left")
+    fig.suptitle(title if title is not None else _title(df, column, n), fontsize=10, x=0.01, ha="left")
     ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
     ax.grid(axis="x", color="#dddddd", zorder=0)
     ax.spines[["top", "right"]].set_visible(False)
