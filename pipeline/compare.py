@@ -96,7 +96,7 @@ def _arith(gf1, gf2, op: str, fill_value):
     if not names:
         raise ValueError("the GraphFrames have no metric column in common")
     levels1, levels2 = list(gf1.dataframe.index.names), list(gf2.dataframe.index.names)
-    if levels1 != levels2:  # else a frame averaged over ranks would be matched with rank 0 alone
+    if set(levels1) != set(levels2):  # else a frame averaged over ranks would be matched with rank 0 alone
         raise ValueError(f"the GraphFrames are indexed differently, ({', '.join(map(str, levels1))}) and "
                          f"({', '.join(map(str, levels2))}): call drop_index_levels() on both or on neither")
     con = duck.connection()

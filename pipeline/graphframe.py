@@ -14,6 +14,7 @@ No operation mutates a graph: a graph may be shared by several frames (``copy`` 
 from __future__ import annotations
 
 import copy as _copy
+import os
 
 import numpy as np
 import pandas as pd
@@ -131,19 +132,19 @@ class GraphFrame:
 
     @staticmethod
     def from_caliper(filename_or_stream, query=None, node_ordering=None) -> "GraphFrame":
-        """A Caliper json-split file or ``.cali`` file (Hatchet's ``from_caliper``).  ``Node order`` is used
-        when the file has it, whatever ``node_ordering``; ``query`` (a CalQL query run by cali-query) is not
-        supported: query the ``.cali`` file itself, or the frame afterwards."""
+        """A Caliper json-split or ``.cali`` file path (Hatchet's ``from_caliper``; ``Node order`` is used when
+        present, whatever ``node_ordering``; no CalQL ``query``)."""
         from perflake.read import read_caliper
 
         if query is not None:
             raise UsageError("from_caliper(query=...) is not supported: perflake reads .cali files itself")
+        if not isinstance(filename_or_stream, (str, os.PathLike)):
+            raise UsageError("from_caliper takes a file path (perflake's readers do not read streams)")
         return read_caliper(filename_or_stream)
 
     @staticmethod
     def from_caliperreader(filename_or_caliperreader, native=False, string_attributes=None) -> "GraphFrame":
-        """A native ``.cali`` file (Hatchet's ``from_caliperreader``; perflake's own parser, Hatchet's
-        non-native metric names such as ``time``; ``string_attributes`` is not needed)."""
+        """A ``.cali`` file (Hatchet's ``from_caliperreader``: its non-native names such as ``time``)."""
         from perflake.read import read_caliper
 
         if native:

@@ -231,7 +231,7 @@ def write_thicket_json(runs: Mapping[str, object], path, **options) -> None:
 def from_dict(spec: dict, *, source: str = "<hatchet json>"):
     """A perflake GraphFrame of a Hatchet JSON document, through perflake's table path (perflake.interop)."""
     rows = rows_from_spec(spec, source)
-    return to_graphframe(rows, spec.get("default_metric") if isinstance(spec, dict) else None)
+    return to_graphframe(rows, spec.get("default_metric") or "time")  # Hatchet's from_json: time
 
 
 def read_hatchet_json(path):

@@ -76,7 +76,7 @@ def _plan(catalog: Catalog, paths, report: IngestReport, *, follow_symlinks: boo
     what was modified less than ``min_age`` seconds ago is left for a later ingest (not logged)."""
     found = scan(paths, follow_symlinks=follow_symlinks)
     now = time.time()
-    report.outcomes += [Outcome(os.path.abspath(p), None, "failed", reason) for p, reason in found.problems]  # logged
+    report.failed += found.problems  # reported, not logged: nothing was read (a cron job's empty folder)
     report.ignored += found.ignored
     report.unrecognised += found.unrecognised
     candidates = []

@@ -35,7 +35,7 @@ class IngestReport:
         if self.settling:
             text += f", {len(self.settling)} left for later: modified within --min-age"
         if self.unrecognised:
-            text += f", {len(self.unrecognised)} files look like profiles but no reader accepts them"
+            text += f", {len(self.unrecognised)} inputs look like profiles but no reader accepts them"
         return text
 
     @property

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 
@@ -70,9 +71,15 @@ def scan(paths, *, follow_symlinks: bool = False) -> Scan:
     return out
 
 
+_CALIPER_JSON_START = re.compile(rb'^(?:\xef\xbb\xbf)?\s*\{\s*"data"\s*:\s*\[\s*\[')  # Caliper writes its rows first
+_TAU_FILE = re.compile(r"^profile\.\d+\.\d+\.\d+$")
+_DIRECTORY_FORMATS = {"experiment.xml": "an HPCToolkit database", "meta.db": "an HPCToolkit v4 database"}
+
+
 def _looks_like_profile(path: str) -> str | None:
     """Why a file no reader accepts still looks like a profile (a walk then reports it), or None: a ``.cali``
-    file, or a ``.json`` file that starts as an object naming Caliper's keys (empty, truncated or damaged)."""
+    file, or a ``.json`` file that starts as Caliper's json-split does (rows first) or names its
+    ``column_metadata`` (empty, truncated or damaged files)."""
     name = os.path.basename(path)
     if name.endswith(".cali"):
         return "a .cali file"
@@ -82,9 +89,16 @@ def _looks_like_profile(path: str) -> str | None:
                 head = fh.read(1 << 12)
         except OSError:
             return None
-        if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") and (b'"data"' in head or b'"columns"' in head):
+        if _CALIPER_JSON_START.match(head) or (head.lstrip().startswith(b"{") and b'"column_metadata"' in head):
             return "a JSON file with Caliper's keys"
     return None
+
+
+def _looks_like_run_directory(files: list[str]) -> str | None:
+    """Why a directory no reader accepts still looks like a run: TAU's profile.N.C.T files, an experiment.xml."""
+    if any(_TAU_FILE.match(f) for f in files):
+        return "a directory of TAU profile.N.C.T files"
+    return next((what for name, what in _DIRECTORY_FORMATS.items() if name in files), None)
 
 
 def _walk(root: str, follow: bool, out: Scan) -> list[tuple[str, str, str]]:
@@ -106,6 +120,8 @@ def _walk(root: str, follow: bool, out: Scan) -> list[tuple[str, str, str]]:
             found.append((kind, top, root))
             dirs[:] = []
             continue
+        if looks := _looks_like_run_directory(files):
+            out.unrecognised.append((top, f"{top}: {looks} that no reader accepts (empty, truncated or damaged?)"))
         for f in sorted(files):
             fp = os.path.join(top, f)
             if not follow and os.path.islink(fp) and not _inside(root_real, fp):

@@ -23,6 +23,8 @@ SLICE_ROWS = 1 << 20  # output rows per slice (the last slice of a skewed run ma
 
 def _array(column) -> np.ndarray:
     """A column as NumPy, without a copy when it is one chunk without nulls (nulls of floats become NaN)."""
+    if pa.types.is_null(column.type):  # a column of no value at all (e.g. built from an empty list)
+        return np.full(len(column), np.nan)
     if isinstance(column, pa.ChunkedArray):
         column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     return column.to_numpy(zero_copy_only=not column.null_count)

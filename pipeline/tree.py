@@ -167,6 +167,10 @@ def render(
         if m not in df.columns:  # a typo must not print a tree of NaN
             raise RenderError(f"no metric {m!r} in this frame (metrics: {', '.join(metric_names(gf)) or 'none'})")
     levels = list(df.index.names)
+    for level, want in (("rank", rank), ("thread", thread)):
+        if want != 0 and level not in levels:
+            raise RenderError(f"{level} {want} is not in this frame: it has one {level} (its index is "
+                              f"{', '.join(map(str, levels))})")
     if "rank" in levels or "thread" in levels:
         mask = np.ones(len(df), dtype=bool)
         for level, want in (("rank", rank), ("thread", thread)):

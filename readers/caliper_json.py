@@ -226,6 +226,9 @@ def _finite(values: np.ndarray) -> np.ndarray:
     return np.where(inf, np.nan, values) if inf.any() else values
 
 
+_HATCHET_START = re.compile(rb'^(?:\xef\xbb\xbf)?\s*\{\s*"graph"\s*:')
+
+
 class Reader:
     kind = "caliper_json"
     version = "1"
@@ -238,8 +241,8 @@ class Reader:
         try:
             with open(path, "rb") as fh:
                 head, size = fh.read(_HEAD), os.fstat(fh.fileno()).st_size
-                if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
-                    return False
+                if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") or _HATCHET_START.match(head):
+                    return False  # (Hatchet's JSON starts with its "graph"; its metadata may name our keys)
                 missing = [k for k in KEYS if not _KEY_RES[k].search(head)]
                 if missing and size > _HEAD:  # Caliper writes the rows first: the other keys are near the end
                     fh.seek(max(_HEAD, size - _TAIL))

@@ -20,8 +20,9 @@ from perflake.errors import ReaderError
 from perflake.readers.base import ProfileRows, shown
 from perflake.readers.hatchet_layout import LOCATIONS, layout_rows
 
-_HEAD = 1 << 12
+_HEAD = 1 << 16
 _START = re.compile(rb'^\s*\{\s*"graph"\s*:\s*\[')  # Hatchet's to_json and perflake write "graph" first
+_THICKET = re.compile(rb'"profile_mapping"\s*:|"profile_idx_name"\s*:')
 
 
 class Reader:
@@ -30,14 +31,25 @@ class Reader:
 
     @staticmethod
     def sniff(path: str) -> bool:
-        """A file that starts as a JSON object whose first key is ``graph``, a list (Hatchet's ``to_json``)."""
-        if not os.path.isfile(path):
+        """A ``.json`` file holding one JSON object with Hatchet's ``graph`` and ``dataframe_indices`` (looked for
+        in its first and last 64 KiB), and not Thicket's ``profile_mapping`` (several profiles)."""
+        if not os.fspath(path).lower().endswith(".json") or not os.path.isfile(path):
             return False
         try:
             with open(path, "rb") as fh:
-                return bool(_START.match(fh.read(_HEAD).lstrip(b"\xef\xbb\xbf")))
+                head, size = fh.read(_HEAD), os.fstat(fh.fileno()).st_size
+                if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+                    return False
+                tail = b""
+                if size > _HEAD:
+                    fh.seek(max(_HEAD, size - _HEAD))
+                    tail = fh.read()
         except OSError:
             return False
+        ends = head + b"\n" + tail
+        if _THICKET.search(ends):
+            return False
+        return bool(_START.match(head.lstrip(b"\xef\xbb\xbf"))) or (b'"graph"' in ends and b'"dataframe_indices"' in ends)
 
     @staticmethod
     def files(path: str) -> list[str]:
@@ -165,6 +177,10 @@ def rows_from_spec(spec, source: str) -> ProfileRows:
             if any(lv not in r for r in records):
                 raise ReaderError(source, f"'{lv}' is an index level but not in every record")
             locations[lv] = _integers([r[lv] for r in records], source, lv, -(2**31), 2**31 - 1)
+    key = np.stack([node, *locations.values()]) if len(node) else np.zeros((1, 0), np.int64)
+    if len(node) and len(np.unique(key, axis=1)[0]) != len(node):
+        raise ReaderError(source, f"two dataframe records share a ({', '.join(['node', *locations])}) key: "
+                                  "one record per node and location")
     columns = df.drop(columns=[c for c in indices if c in df.columns]).reset_index(drop=True)
     return layout_rows(attrs, parents, node, locations, columns, spec.get("exclusive_metrics") or [],
                        spec.get("inclusive_metrics") or [], metadata=spec.get("metadata"), source=source)

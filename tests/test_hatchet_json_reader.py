@@ -9,6 +9,7 @@ import pytest
 import golden as golden_check
 import perflake
 from perflake.cli import main
+from perflake.graphframe import GraphFrame
 from perflake.errors import ReaderError
 from perflake.readers import detect
 from perflake.readers.hatchet_json import Reader
@@ -61,3 +62,23 @@ def test_sniffing_and_errors(tmp_path):
     other = tmp_path / "other.json"
     other.write_text('{"data": [], "columns": []}')
     assert not Reader.sniff(str(other)) and not Reader.sniff(str(tmp_path))
+
+
+def test_duplicate_records_key_order_and_a_caliper_lookalike_metadata(tmp_path, shared_data):
+    """Review findings: one record per (node, rank) or a ReaderError; Hatchet JSON saved with sorted keys is
+    still Hatchet JSON; metadata naming json-split's keys does not make caliper_json claim the file."""
+    doc = json.loads(shared_data(DATASET).read_text())
+    dup = tmp_path / "dup.json"
+    dup.write_text(json.dumps({**doc, "dataframe": doc["dataframe"] + doc["dataframe"][:1]}))
+    with pytest.raises(ReaderError, match=r"two dataframe records share a \(node\) key"):
+        Reader().read(str(dup))
+    sorted_keys = tmp_path / "sorted.json"
+    sorted_keys.write_text(json.dumps(doc, sort_keys=True))
+    assert detect(sorted_keys) == "hatchet_json"
+    steal = tmp_path / "steal.json"
+    steal.write_text(json.dumps({**doc, "metadata": {"data": 1, "columns": 2, "column_metadata": 3, "nodes": 4}}))
+    assert detect(steal) == "hatchet_json" and perflake.read(steal).default_metric == "time"
+    thicket = tmp_path / "thicket.json"
+    thicket.write_text(json.dumps({**doc, "profile_mapping": {"1": "a"}, "profile_idx_name": "profile"}))
+    assert detect(thicket) is None  # several profiles: not one run, passed over in a scan
+    assert GraphFrame.from_json(shared_data(DATASET).read_text()).default_metric == "time"  # as Hatchet's from_json

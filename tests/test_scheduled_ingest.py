@@ -380,30 +380,31 @@ def test_readers_see_whole_runs_during_an_ingest(tmp_path):
 
 
 def test_a_walk_reports_files_that_look_like_profiles_but_no_reader_accepts(tmp_path, shared_data):
-    """In a scanned directory an empty .cali or a truncated json-split is not a run (no reader sniffs it),
-    but it is not silently dropped either: a warning, `unrecognised` in --json, exit 0; a README is ignored.
-    A path named on the command line that does not exist is a failure, and is logged in ingest_log."""
+    """In a scanned directory an empty .cali, a truncated json-split or a TAU directory with an empty rank-0
+    file is not a run (no reader sniffs it), but it is not silently dropped either: a warning, `unrecognised`
+    in --json, exit 0; a README or a config .json is passed over.  A path named on the command line that does
+    not exist is a failure (reported, not logged)."""
     tree = tmp_path / "profiles"
     tree.mkdir()
     (tree / "empty.cali").write_bytes(b"")
     src = next(shared_data("caliper-lulesh-json").glob("*.json")).read_bytes()
     (tree / "cut.json").write_bytes(src[:3000])
-    (tree / "config.json").write_text('{"nodes": 4}')
+    (tree / "config.json").write_text('{"data": {"nodes": 4}, "columns": ["a"]}')  # a config, not Caliper's
+    (tree / "tau-empty").mkdir()
+    (tree / "tau-empty" / "profile.0.0.0").write_bytes(b"")
     (tree / "README.txt").write_text("runs of last week")
     shutil.copytree(shared_data("tau-cpi-mpi"), tree / "tau")
     lake = tmp_path / "lake"
     proc = cli("ingest", tree, "--lake", lake, "--json")
     assert proc.returncode == 0, proc.stderr
     s = json.loads(proc.stdout)
-    assert s["counts"]["ingested"] == 1 and s["counts"]["unrecognised"] == 2 and s["failed"] == []
-    assert [u["path"] for u in s["unrecognised"]] == [str(tree / "cut.json"), str(tree / "empty.cali")]
-    assert "no reader accepts" in s["unrecognised"][1]["reason"]
-    assert proc.stderr.count("perflake: warning: ") == 2
+    assert s["counts"]["ingested"] == 1 and s["counts"]["unrecognised"] == 3 and s["failed"] == []
+    assert [u["path"] for u in s["unrecognised"]] == [str(tree / "cut.json"), str(tree / "empty.cali"),
+                                                     str(tree / "tau-empty")]
+    assert "a directory of TAU profile.N.C.T files that no reader accepts" in s["unrecognised"][2]["reason"]
+    assert proc.stderr.count("perflake: warning: ") == 3
     text = cli("ingest", tree, "--lake", lake)
     assert text.returncode == 0
-    assert text.stdout.strip().endswith(", 2 files look like profiles but no reader accepts them")
+    assert text.stdout.strip().endswith(", 3 inputs look like profiles but no reader accepts them")
     missing = cli("ingest", tmp_path / "nothere", "--lake", lake)
-    assert missing.returncode == 1
-    logged = Lake(lake).sql("select status, reason from ingest_log where source = $s",
-                                     params={"s": str(tmp_path / "nothere")})
-    assert logged.to_dict("records") == [{"status": "failed", "reason": f"{tmp_path / 'nothere'}: no such file or directory"}]
+    assert missing.returncode == 1 and missing.stderr == f"perflake: {tmp_path / 'nothere'}: no such file or directory\n"

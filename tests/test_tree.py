@@ -146,3 +146,11 @@ def test_a_typo_in_the_metric_or_a_missing_rank_is_an_error_not_a_tree_of_nan(sh
     with pytest.raises(RenderError, match=r"rank 99 is not in this frame \(ranks 0\.\.3\)"):
         gf.tree(rank=99)
     assert gf.tree(rank=3, render_header=False, colour=False).startswith("52908.000 .TAU application\n")  # rank 3 exists
+
+
+def test_a_rank_asked_of_a_frame_without_ranks_is_an_error(shared_data):
+    gf = perflake.read_caliper(next(shared_data("caliper-lulesh-cali").glob("*.cali")))
+    assert "rank" not in gf.dataframe.index.names
+    with pytest.raises(RenderError, match=r"rank 5 is not in this frame: it has one rank"):
+        gf.tree(rank=5)
+    assert gf.tree(rank=0, render_header=False, colour=False) == gf.tree(render_header=False, colour=False)

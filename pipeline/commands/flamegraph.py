@@ -7,6 +7,7 @@ options (``--rank R [--thread T]`` for one location, or ``--aggregate sum|mean|m
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -51,8 +52,12 @@ def cmd_flamegraph(args) -> int:
     out = Path(args.output)
     if out.suffix.lower() not in OUTPUTS:
         raise RenderError(f"{out}: cannot write {out.suffix or 'a file without suffix'!r} (use {', '.join(OUTPUTS)})")
-    gf = load_graphframe(args)
     folded = out.suffix.lower() == ".folded"
+    if args.scale != 1.0 and not folded:
+        raise RenderError("--scale applies to .folded output only (SVG and PNG draw the values as they are)")
+    if not (math.isfinite(args.scale) and args.scale > 0):
+        raise RenderError(f"--scale must be a finite number above 0, not {args.scale:g}")
+    gf = load_graphframe(args)
     style = {"width": args.width} if not folded else {"scale": args.scale}
     n = save(gf, out, args.metric, icicle=args.icicle, color_by=args.color_by, title=args.title,
              **location(args, aggregate_default=None), **style)
