@@ -164,6 +164,8 @@ def render(
     metrics = list(metric_column) if several else [metric_column or gf.default_metric]
     df = gf.dataframe
     for m in metrics:
+        if m is None:
+            raise RenderError("this frame has no metric column to show")
         if m not in df.columns:  # a typo must not print a tree of NaN
             raise RenderError(f"no metric {m!r} in this frame (metrics: {', '.join(metric_names(gf)) or 'none'})")
     levels = list(df.index.names)
