@@ -133,6 +133,18 @@ def check_frames(path: str, frames: pa.Table) -> pa.Table:
     return frames
 
 
+def check_text(path: str, value) -> None:
+    """A ReaderError naming ``path`` when a string inside ``value`` (JSON-like data) holds an unpaired surrogate
+    (``"\\ud800"`` in JSON): no valid text holds one, and Arrow and Parquet refuse it."""
+    import json
+
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[max(exc.start - 20, 0) : exc.end + 20].encode("utf-8", "backslashreplace").decode()
+        raise ReaderError(path, f"a string holds an unpaired surrogate, which is not text: {shown(bad)}") from None
+
+
 def shown(value, limit: int = 60) -> str:
     """``repr(value)`` for an error message, cut to about ``limit`` characters (a damaged file's values can be huge)."""
     text = repr(value)

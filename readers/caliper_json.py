@@ -39,7 +39,7 @@ import pyarrow as pa
 
 from perflake.errors import ReaderError
 from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows, check_frames,
-                                   line_number, shown)
+                                   check_text, line_number, shown)
 from perflake.readers.caliper_json_rows import HEAD as _HEAD, KEYS, load
 
 _KEY_RES = {k: re.compile(rb'"' + k.encode() + rb'"\s*:') for k in KEYS}
@@ -76,12 +76,8 @@ def _typed(value):
 
 
 def _check_unicode(path: str, doc: dict) -> None:
-    """Refuse unpaired surrogates (``"\\ud800"``, or such bytes decoded by json): no valid text holds them."""
-    try:
-        json.dumps({k: v for k, v in doc.items() if k != "data"}, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        bad = exc.object[max(exc.start - 20, 0) : exc.end + 20].encode("utf-8", "backslashreplace").decode()
-        raise ReaderError(path, f"a string holds an unpaired surrogate, which is not text: {shown(bad)}") from None
+    """Refuse unpaired surrogates outside the data rows (checked as they are read)."""
+    check_text(path, {k: v for k, v in doc.items() if k != "data"})
 
 
 def _strict_json(value) -> bool:

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from perflake.errors import ReaderError
-from perflake.readers.base import ProfileRows, shown
+from perflake.readers.base import ProfileRows, check_text, shown
 from perflake.readers.hatchet_layout import LOCATIONS, layout_rows
 
 _HEAD = 1 << 16
@@ -153,6 +153,7 @@ def _pre_order(spec: dict, source: str) -> tuple[dict[int, int], list[dict], lis
 def rows_from_spec(spec, source: str) -> ProfileRows:
     """Reader rows of a parsed Hatchet JSON document (one run); ReaderError naming ``source`` when malformed."""
     _require(spec, source)
+    check_text(source, spec["graph"])  # frame names: as every reader, refuse text that is not text
     local, attrs, parents = _pre_order(spec, source)
     indices = list(spec["dataframe_indices"])
     extra = [lv for lv in indices if lv not in ("node", *LOCATIONS)]
@@ -163,7 +164,8 @@ def rows_from_spec(spec, source: str) -> ProfileRows:
     try:
         df = pd.DataFrame.from_records(records) if records else pd.DataFrame({"node": []})
     except UnicodeError:  # a lone surrogate ("\\ud800") in a text value: pandas' Arrow strings refuse it
-        df = pd.DataFrame(records, dtype=object)
+        check_text(source, records)
+        raise
     if any("node" not in r for r in records):
         raise ReaderError(source, "every dataframe record needs a 'node'")
     nids = _integers([r["node"] for r in records], source, "dataframe record node", -(2**63), 2**63 - 1)
