@@ -208,8 +208,13 @@ def _query_text(text: str):
 
 
 def cmd_query(args) -> int:
-    df = _lake(args).query(_query_text(args.query), runs=args.runs or None, where=args.where,
-                           multi_index_mode=args.multi_index_mode)
+    from perflake.lake_query import select_runs, unknown_attributes
+
+    lake, q = _lake(args), _query_text(args.query)
+    df = lake.query(q, runs=args.runs or None, where=args.where, multi_index_mode=args.multi_index_mode)
+    for attr in unknown_attributes(lake, q, select_runs(lake, args.runs or None, args.where)):
+        print(f"perflake: warning: no selected run has an attribute or metric {attr!r}: it matches nothing",
+              file=sys.stderr)
     _print_frame(_paths_column(df.drop(columns=["node_id"]), args.format), args.format, max_rows=args.max_rows)
     return EXIT_OK
 

@@ -24,6 +24,29 @@ def select_runs(lake, runs=None, where: str | None = None, params=None) -> list[
     return lake.catalog().runs().column("run_id").to_pylist()
 
 
+FRAME_ATTRIBUTES = ("name", "type", "file", "line", "end_line", "module", "depth")
+
+
+def unknown_attributes(lake, q, run_ids: list[str]) -> list[str]:
+    """Attributes ``q`` tests that neither a frame nor any metric of the runs ``run_ids`` has: a typo matches
+    nothing (as in Hatchet), so the CLI warns about it."""
+    from perflake.query.compound import CompoundQuery
+    from perflake.query.engine import to_query
+    from perflake.query.model import conds
+
+    def attrs(query) -> set[str]:
+        if isinstance(query, CompoundQuery):
+            return {a for sub in query.subqueries for a in attrs(sub)}
+        return {c.attr for e in getattr(query, "elements", []) for c in conds(e.predicate) if c.attr}
+
+    wanted = attrs(to_query(q))
+    if not wanted:
+        return []
+    rows = lake.catalog().runs().to_pylist()
+    known = set(FRAME_ATTRIBUTES) | {m["name"] for r in rows if r["run_id"] in set(run_ids) for m in r["metrics"]}
+    return sorted(wanted - known)
+
+
 def query(lake, q, *, runs=None, where: str | None = None, multi_index_mode: str = "off", graphframes: bool = False):
     """Apply ``q`` (any query form) to each selected run.
 

@@ -101,6 +101,10 @@ def test_query_takes_both_dialects_and_tree_refuses_typos(tmp_path, shared_data)
     same = run("query", 'MATCH (".", p)->("+", q) WHERE p."name" = ".TAU application" AND q."name" =~ "MPI_.*"',
                "--lake", lake, "--format", "csv", check_code=0)
     assert pair.stdout == same.stdout and len(pair.stdout.splitlines()) > 3
+    typo = run("query", 'MATCH (".", p)->("*", q) WHERE p."nme" = "main" AND q."time (inc)" > 1', "--lake", lake)
+    assert typo.returncode == 0 and typo.stdout.strip() == "(no rows)"
+    assert typo.stderr == "perflake: warning: no selected run has an attribute or metric 'nme': it matches nothing\n"
+    assert run("query", '[{"type": "function"}, "*", {"Calls": "> 1"}]', "--lake", lake).stderr == ""
     bad = run("query", '[{"name": ', "--lake", lake)
     assert bad.returncode == 2 and bad.stderr.startswith("perflake: the query looks like the object dialect")
     for args, message in ((("--metric", "tme"), "no metric 'tme' in this frame"), (("--rank", 99), "rank 99 is not in")):
