@@ -38,7 +38,7 @@ def _rows(seed: int, n_nodes: int, ranks: int, layout: str) -> ProfileRows:
         "local_id": pa.array(lid[order].astype(np.int32)),
         "rank": pa.array(rank[order].astype(np.int32)),
         "thread": pa.array(thread[order].astype(np.int32)),
-        "time": pa.array(np.where(rng.random(len(order)) < 0.1, np.nan, rng.random(len(order))).tolist()),
+        "time": pa.array(np.where(rng.random(len(order)) < 0.1, np.nan, rng.random(len(order))).tolist(), pa.float64()),
     })
     return ProfileRows(frames=frames, values=values, metrics=[], source=f"seed{seed}", format="test")
 
