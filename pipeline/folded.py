@@ -109,7 +109,8 @@ def to_dot(gf, metric: str | None = None, name: str = "name", rank: int = 0, thr
 
 def lost_to_rounding(gf, metric: str | None = None, *, rank: int = 0, thread: int = 0,
                      aggregate: str | None = None, scale: float = 1.0) -> float:
-    """The share of the measured (non-zero) values that folded stacks would write as 0 (below 0.5)."""
-    values = node_values(gf, metric or exclusive_metric(gf, None), rank=rank, thread=thread, aggregate=aggregate)
+    """The share of the measured (non-zero) values that ``flamegraph.save`` would write as 0 in folded stacks
+    (below 0.5): those of the exclusive partner of ``metric``."""
+    values = node_values(gf, exclusive_metric(gf, metric), rank=rank, thread=thread, aggregate=aggregate)
     measured = np.abs(values[np.isfinite(values) & (values != 0)]) * scale
     return float((measured < 0.5).mean()) if len(measured) else 0.0

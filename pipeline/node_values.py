@@ -44,6 +44,18 @@ def _level(df: pd.DataFrame, name: str) -> np.ndarray | None:
     return df.index.get_level_values(name).to_numpy() if name in df.index.names else None
 
 
+def location_mask(df: pd.DataFrame, rank: int = 0, thread: int = 0) -> np.ndarray:
+    """The rows of ``df`` at (rank, thread), over the levels it has; a RenderError when one it has lacks the value."""
+    mask = np.ones(len(df), dtype=bool)
+    for name, want in (("rank", rank), ("thread", thread)):
+        values = _level(df, name)
+        if values is not None:
+            if len(values) and not (values == want).any():
+                raise RenderError(f"{name} {want} is not in this frame ({name}s {values.min()}..{values.max()})")
+            mask &= values == want
+    return mask
+
+
 def per_node(gf, metrics: list[str], *, rank: int = 0, thread: int = 0, aggregate: str | None = None) -> pd.DataFrame:
     """One row per node present in the dataframe (index: call-path id, ascending), one column per metric."""
     df = gf.dataframe
@@ -52,14 +64,7 @@ def per_node(gf, metrics: list[str], *, rank: int = 0, thread: int = 0, aggregat
             raise RenderError(f"no metric {m!r} in this frame (metrics: {', '.join(metric_names(gf)) or 'none'})")
     if aggregate is not None and aggregate not in AGGREGATES:
         raise RenderError(f"unknown aggregate {aggregate!r} (choose from {', '.join(AGGREGATES)})")
-    mask = np.ones(len(df), dtype=bool)
-    if aggregate is None:
-        for name, want in (("rank", rank), ("thread", thread)):
-            values = _level(df, name)
-            if values is not None:
-                if not (values == want).any():
-                    raise RenderError(f"{name} {want} is not in this frame ({name}s {values.min()}..{values.max()})")
-                mask &= values == want
+    mask = location_mask(df, rank, thread) if aggregate is None else np.ones(len(df), dtype=bool)
     table = {m: df[m].to_numpy(dtype=np.float64, na_value=np.nan)[mask] for m in metrics}
     ranks = _level(df, "rank")
     if aggregate is not None and ranks is not None and (ranks < 0).any():

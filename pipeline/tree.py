@@ -24,7 +24,7 @@ import sys
 import numpy as np
 
 from perflake.errors import RenderError
-from perflake.node_values import metric_names
+from perflake.node_values import location_mask, metric_names
 
 BANNER = (
     "    __          __       __         __ \n"
@@ -174,14 +174,7 @@ def render(
             raise RenderError(f"{level} {want} is not in this frame: it has one {level} (its index is "
                               f"{', '.join(map(str, levels))})")
     if "rank" in levels or "thread" in levels:
-        mask = np.ones(len(df), dtype=bool)
-        for level, want in (("rank", rank), ("thread", thread)):
-            if level in levels:
-                values = df.index.get_level_values(level).to_numpy()
-                if len(values) and not (values == want).any():
-                    raise RenderError(f"{level} {want} is not in this frame ({level}s {values.min()}..{values.max()})")
-                mask &= values == want
-        df = df[mask]
+        df = df[location_mask(df, rank, thread)]
     nodes = df.index.get_level_values("node")
     extras = [c for c in (annotation_column, context_column, MISSING) if c and c in df.columns]
     cols = list(dict.fromkeys(c for c in [*metrics, name_column, *extras] if c in df.columns))

@@ -133,6 +133,15 @@ def check_frames(path: str, frames: pa.Table) -> pa.Table:
     return frames
 
 
+def finite(values):
+    """A float NumPy array with its infinities as NaN: for a reader an infinity (a broken timer, an overflowing
+    number) is no measurement.  A copy only when there is one."""
+    import numpy as np
+
+    inf = np.isinf(values)
+    return np.where(inf, np.nan, values) if inf.any() else values
+
+
 def check_text(path: str, value) -> None:
     """A ReaderError naming ``path`` when a string inside ``value`` (JSON-like data) holds an unpaired surrogate
     (``"\\ud800"`` in JSON): no valid text holds one, and Arrow and Parquet refuse it."""

@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows, check_frames,
+from perflake.readers.base import (finite, EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows, check_frames,
                                    check_text, line_number, shown)
 from perflake.readers.caliper_json_rows import HEAD as _HEAD, KEYS, load
 
@@ -216,12 +216,6 @@ def _frames(labels, parents, node_cols, order, nid, located, module):
     return frames, local
 
 
-def _finite(values: np.ndarray) -> np.ndarray:
-    """An infinity is no measurement: NaN (a copy only when there is one)."""
-    inf = np.isinf(values)
-    return np.where(inf, np.nan, values) if inf.any() else values
-
-
 _HATCHET_START = re.compile(rb'^(?:\xef\xbb\xbf)?\s*\{\s*"graph"\s*:')
 
 
@@ -346,4 +340,4 @@ class Reader:
             elif pair is None and role == EXCLUSIVE and f"inclusive#{title}" in taken:
                 pair = f"inclusive#{title}"
             metrics.append(Metric(name, role, _unit(title, meta, caliper2), pair))
-        return metrics, [_finite(c[3]) for c in chosen]
+        return metrics, [finite(c[3]) for c in chosen]

@@ -14,10 +14,9 @@ import re
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from perflake.errors import ReaderError
-from perflake.readers.base import ProfileRows, check_text, shown
+from perflake.readers.base import ProfileRows, check_text, finite, shown
 from perflake.readers.hatchet_layout import LOCATIONS, layout_rows
 
 _HEAD = 1 << 16
@@ -60,19 +59,11 @@ class Reader:
         rows = rows_from_spec(load(path), path)
         rows.format = self.kind
         rows.reader_version = self.version
-        rows.values = _no_infinity(rows.values)
+        for i, field in enumerate(rows.values.schema):  # infinities as NaN (readers/base.finite); converting a
+            if pa.types.is_floating(field.type):   # live GraphFrame (perflake.interop) keeps them: a user's values
+                col = rows.values.column(i).to_numpy()
+                rows.values = rows.values.set_column(i, field, pa.array(finite(col), field.type))
         return rows
-
-
-def _no_infinity(values: pa.Table) -> pa.Table:
-    """Infinite values as NaN: for a reader an infinity is no measurement (readers/base.py).  (Converting a
-    live GraphFrame, perflake.interop, keeps them: that is a user's own value, not a file's.)"""
-    for i, field in enumerate(values.schema):
-        if pa.types.is_floating(field.type):
-            col = values.column(i)
-            if pc.any(pc.is_inf(col)).as_py():
-                values = values.set_column(i, field, pc.if_else(pc.is_inf(col), float("nan"), col))
-    return values
 
 
 def load(path: str):

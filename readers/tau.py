@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
+from perflake.readers.base import (finite, EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
                                    check_frames)
 from perflake.readers.tau_files import HEADER_RE, parse_folder
 from perflake.readers.tau_frames import parse_frame
@@ -55,12 +55,6 @@ def _metric_folders(path: str) -> list[tuple[str | None, str]]:
     if multi:
         return multi
     return [(None, path)]
-
-
-def _finite(values: np.ndarray) -> np.ndarray:
-    """An infinity (``inf`` written by a broken timer, or an overflowing number) is no measurement: NaN."""
-    inf = np.isinf(values)
-    return np.where(inf, np.nan, values) if inf.any() else values
 
 
 class _TreeBuilder:
@@ -200,7 +194,7 @@ class Reader:
         metrics += [Metric("Calls", OTHER, "count"), Metric("Subrs", OTHER, "count")]
         values = {"local_id": pa.array(first_ids), "rank": pa.array(columns["rank"]), "thread": pa.array(columns["thread"])}
         for m in metrics:
-            values[m.name] = pa.array(_finite(columns[m.name].astype(np.float64, copy=False)))
+            values[m.name] = pa.array(finite(columns[m.name].astype(np.float64, copy=False)))
         if any(c for _, c, _ in keys):
             metadata["tau.locations"] = [
                 {"node": n, "context": c, "thread": t, "rank": locations[(n, c, t)][0], "perflake_thread": locations[(n, c, t)][1]}

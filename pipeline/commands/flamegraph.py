@@ -66,18 +66,13 @@ def cmd_flamegraph(args) -> int:
     if folded:
         from perflake.folded import lost_to_rounding
 
-        lost = lost_to_rounding(gf, args.metric and _exclusive(gf, args.metric), scale=args.scale,
+        lost = lost_to_rounding(gf, args.metric, scale=args.scale,
                                 **location(args, aggregate_default=None))
         if lost > 0.5:
             print(f"perflake: warning: {lost:.0%} of the measured values are below 0.5 and were written as 0 "
                   f"(folded stacks hold integers): try --scale 1e6 (seconds as microseconds)", file=sys.stderr)
     return 0
 
-
-def _exclusive(gf, metric: str) -> str:
-    from perflake.node_values import exclusive_metric
-
-    return exclusive_metric(gf, metric)
 
 
 def register(sub, *, lake_arg, fmt_arg) -> None:
