@@ -25,6 +25,27 @@ def _need(path: Path) -> Path:
     return path
 
 
+BENCH_PYTHON = ROOT / ".bench-venv" / "bin" / "python"
+
+
+def need_bench_python() -> Path:
+    """The Python of ``.bench-venv`` (llnl-hatchet/llnl-thicket, made by bench/setup_venv.sh), for tests that
+    compare with the real Hatchet.  Missing: the test fails under CI (PERFLAKE_REQUIRE_SHARED=1, where .ci/run
+    creates the venv first) and skips elsewhere with the reason."""
+    if not BENCH_PYTHON.exists():
+        msg = f"{BENCH_PYTHON} not found (bench/setup_venv.sh creates it): real llnl-hatchet is not available"
+        if os.environ.get("PERFLAKE_REQUIRE_SHARED") == "1":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return BENCH_PYTHON
+
+
+@pytest.fixture
+def bench_python() -> Path:
+    """Path of the reference venv's Python (see need_bench_python)."""
+    return need_bench_python()
+
+
 @pytest.fixture
 def shared_data():
     """shared_data("tau-cpi-mpi") -> Path of a dataset under ../shared/data."""

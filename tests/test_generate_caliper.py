@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -124,11 +123,9 @@ def test_benchmark_size(tmp_path):
     assert rows.values.column("rank").to_numpy().max() == 255
 
 
-BENCH_PY = Path(__file__).resolve().parents[1] / ".bench-venv" / "bin" / "python"
 
 
-@pytest.mark.skipif(not BENCH_PY.exists(), reason="llnl-hatchet venv (.bench-venv) not installed")
-def test_hatchet_reads_it_too(tmp_path):
+def test_hatchet_reads_it_too(tmp_path, bench_python):
     """llnl-hatchet's from_caliper reads the generated file: every call path, rank and value as ours."""
     (path,) = write_caliper_json_runs(tmp_path, nodes=60, ranks=3, seed=2)
     script = (
@@ -143,7 +140,7 @@ def test_hatchet_reads_it_too(tmp_path):
         "rows = [[paths[id(node)], int(r), t, i] for node, r, t, i in zip(df['node'], df['rank'], df['time'], df['time (inc)'])]\n"
         "print(json.dumps({'nodes': len(gf.graph), 'rows': rows}))\n"
     )
-    res = subprocess.run([str(BENCH_PY), "-c", script, str(path)], capture_output=True, text=True, timeout=120)
+    res = subprocess.run([str(bench_python), "-c", script, str(path)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
     got = json.loads(res.stdout.strip().splitlines()[-1])
     theirs = pd.DataFrame([(tuple(p), r, t, i) for p, r, t, i in got["rows"]],

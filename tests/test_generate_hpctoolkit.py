@@ -15,7 +15,6 @@ from perflake.generators.hpctoolkit import write_hpctoolkit_runs
 from perflake.normalize import normalize
 from perflake.readers.hpctoolkit import Reader
 
-BENCH_PY = Path(__file__).resolve().parents[1] / ".bench-venv" / "bin" / "python"
 
 
 def table(d) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -100,8 +99,7 @@ def test_bad_arguments():
         write_hpctoolkit_runs("/nonexistent", nodes=0, ranks=1)
 
 
-@pytest.mark.skipif(not BENCH_PY.exists(), reason="llnl-hatchet venv (.bench-venv) not installed")
-def test_hatchet_reads_it_too(tmp_path):
+def test_hatchet_reads_it_too(tmp_path, bench_python):
     """llnl-hatchet's from_hpctoolkit reads the same database: same nodes, same inclusive time."""
     d = write_hpctoolkit_runs(tmp_path, nodes=60, ranks=2, seed=2, threads=2)[0]
     script = (
@@ -111,7 +109,7 @@ def test_hatchet_reads_it_too(tmp_path):
         "print(json.dumps({'shape': list(gf.dataframe.shape), 'nodes': len(gf.graph),"
         " 'inc': float(df['time (inc)'].sum()), 'exc': float(df['time'].sum())}))\n"
     )
-    res = subprocess.run([str(BENCH_PY), "-c", script, str(d)], capture_output=True, text=True, timeout=120)
+    res = subprocess.run([str(bench_python), "-c", script, str(d)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
     got = json.loads(res.stdout.strip().splitlines()[-1])
     frames, values = table(d)

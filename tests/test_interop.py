@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 import hatchet_load
+from conftest import need_bench_python
 import literal
 from perflake.cli import main
 from perflake.errors import InteropError, ReaderError
@@ -192,9 +193,7 @@ def test_thicket_json_unions_call_paths_by_id(threaded):
 # -- the real Hatchet and Thicket (.bench-venv) load our files ---------------------------------------------------
 @pytest.fixture
 def real_hatchet():
-    reason = hatchet_load.available()
-    if reason:
-        pytest.skip(reason)
+    need_bench_python()
     return hatchet_load.load
 
 

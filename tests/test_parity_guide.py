@@ -26,6 +26,7 @@ import pytest
 
 import golden as golden_check
 import hatchet_load
+from conftest import need_bench_python
 from perflake.read import read, read_caliper, read_hpctoolkit, read_tau
 from perflake.frame_tables import node_ids
 from perflake.generators import write_tau_runs
@@ -171,9 +172,7 @@ def test_tree_text_and_options(shared_data, golden):
 def test_tree_is_hatchets_tree_of_our_export(shared_data, tmp_path, dataset, metric):
     """Hatchet's own tree() (.bench-venv) of the exported run prints what ours prints; Hatchet writes 'None'
     where a node has no file, perflake nothing (perflake.tree's docstring)."""
-    reason = hatchet_load.available()
-    if reason:
-        pytest.skip(reason)
+    need_bench_python()
     gf = read(shared_data(dataset))
     write_hatchet_json(gf, tmp_path / "run.json")
     theirs = hatchet_load.load("hatchet", tmp_path / "run.json", metric)["tree"]
