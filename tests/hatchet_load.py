@@ -5,6 +5,7 @@ Run with the Python of ``.bench-venv`` (llnl-hatchet 2026.2.0, llnl-thicket 2026
 
     .bench-venv/bin/python tests/hatchet_load.py hatchet FILE.json [METRIC]    # GraphFrame.from_json
     .bench-venv/bin/python tests/hatchet_load.py thicket FILE.json             # Thicket.from_json, validated
+    .bench-venv/bin/python tests/hatchet_load.py recipe CODE.py NAME=FILE.json ...   # Hatchet runs a recipe
 
 It prints one JSON object: the index names, metric lists, node count, every dataframe row as
 ``[call path of names, rank, thread, profile, {column: value}]`` (NaN as null) and, for ``hatchet``, the text
@@ -42,6 +43,26 @@ def load(kind: str, path, metric: str | None = None, timeout: float = 300) -> di
     return json.loads(done.stdout.splitlines()[-1])
 
 
+def recipe(code: str, timeout: float = 300, **files) -> dict:
+    """Run ``code`` with the real Hatchet in .bench-venv: each ``NAME=path`` of ``files`` (a Hatchet JSON, e.g.
+    perflake's export) is loaded as ``hatchet.GraphFrame.from_json`` into a variable NAME; ``hatchet``, ``np`` and
+    ``pd`` are imported.  The code leaves its answer in ``result``: a GraphFrame (reported as its ``rows``, index
+    names and node count) or a pandas object (reported as ``frame``: index names, index tuples, columns, values)."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(code)
+    try:
+        args = [str(BENCH_PYTHON), "-W", "ignore", __file__, "recipe", f.name,
+                *(f"{k}={os.fspath(v)}" for k, v in files.items())]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    finally:
+        os.unlink(f.name)
+    if done.returncode != 0:
+        raise AssertionError(f"hatchet recipe failed:\n{code}\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def _value(v):
     if v is None:
         return None
@@ -64,8 +85,32 @@ def _rows(df) -> list:
     return out
 
 
+def _run_recipe(code_path: str, files: list[str]) -> dict:
+    import hatchet
+    import numpy as np
+    import pandas as pd
+
+    scope = {"hatchet": hatchet, "np": np, "pd": pd}
+    for spec in files:
+        name, path = spec.split("=", 1)
+        scope[name] = hatchet.GraphFrame.from_json(Path(path).read_text())
+    exec(compile(Path(code_path).read_text(), code_path, "exec"), scope)
+    result = scope["result"]
+    if isinstance(result, hatchet.GraphFrame):
+        return {"index": list(result.dataframe.index.names), "nodes": sum(1 for _ in result.graph.traverse()),
+                "rows": _rows(result.dataframe)}
+    frame = result.to_frame() if isinstance(result, pd.Series) else result
+    return {"frame": {"index_names": [str(n) for n in frame.index.names],
+                      "index": [[_value(x) for x in (k if isinstance(k, tuple) else (k,))] for k in frame.index],
+                      "columns": [str(c) for c in frame.columns],
+                      "values": [[_value(v) for v in row] for row in frame.itertuples(index=False)]}}
+
+
 def main(argv: list[str]) -> None:
     kind, path = argv[0], argv[1]
+    if kind == "recipe":
+        sys.stdout.write(json.dumps(_run_recipe(path, argv[2:])) + "\n")
+        return
     text = Path(path).read_text()
     if kind == "hatchet":
         import hatchet
