@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -325,11 +326,31 @@ def test_re2_translation_agrees_with_python_re(pattern):
     assert got == want, [(n, g, w) for n, g, w in zip(NAMES, got, want) if g != w]
 
 
-@pytest.mark.parametrize("pattern", [r"(?=a)a", r"(a)\1", r"(?<!x)a", r"a*+"])
-def test_regex_constructs_re2_lacks_are_clear_errors(pattern):
-    gf = GraphFrame.from_literal([{"frame": {"name": "a"}, "metrics": {"time": 1.0}}])
-    with pytest.raises(QueryError, match="not supported .* RE2"):
-        gf.filter(f'MATCH (".", p) WHERE p."name" =~ "{pattern}"')
+@pytest.mark.parametrize("pattern", [r"(?=a)a", r"(a)\1", r"(?<!x)a", r"a*+", r"^((?!MPI).)*$", r"(\w)\1",
+                                     r"\w(?<=p)a"])
+def test_regex_constructs_re2_lacks_match_as_python_re(pattern):
+    """Look-around, back-references and possessive quantifiers (RE2 has none) keep Python's meaning."""
+    import re
+
+    literal = [{"frame": {"name": "root"}, "metrics": {"time": 1.0},
+                "children": [{"frame": {"name": n}, "metrics": {"time": 1.0}} for n in NAMES if n not in ("root", "")]}]
+    gf = GraphFrame.from_literal(literal)
+    escaped = pattern.replace("\\", "\\\\")
+    got = sorted(gf.filter(f'MATCH (".", p) WHERE p."name" =~ "{escaped}"', squash=False).dataframe["name"])
+    want = sorted(n for n in {"root", *NAMES} - {""} if re.match(pattern, n))
+    assert got == want and got  # every pattern matches some name
+
+
+def test_catastrophic_pattern_re2_cannot_run_is_a_bounded_error(monkeypatch):
+    """A backtracking pattern (look-ahead forces the fallback) over long names stops at the time limit."""
+    from perflake.query import predicates
+
+    monkeypatch.setattr(predicates, "REGEX_SECONDS", 0.5)
+    gf = GraphFrame.from_literal([{"frame": {"name": "a" * 40 + "!"}, "metrics": {"time": 1.0}}])
+    t0 = time.perf_counter()
+    with pytest.raises(QueryError, match="took more than 0.5 s"):
+        gf.filter('MATCH (".", p) WHERE p."name" =~ "(?=a)(a|aa)+$"')
+    assert time.perf_counter() - t0 < 5
 
 
 # -- amplification: a small file whose call tree is a deep chain -----------------------------------------------

@@ -19,15 +19,17 @@ name as Python's ``re`` would.  The pattern keeps Python's meaning: ``re.match``
 start; ``fullregex`` is ``re.match(value + r"\Z")``); ``\Z``, ``\uXXXX``, ``\N{...}``, ``{,n}`` and the
 Unicode-aware ``\d \w \s`` (RE2's are ASCII-only) are translated.  Left as RE2 reads them: ``$`` matches only
 at the very end (Python's also before a final newline) and ``\b``, ``\W``/``\S`` inside ``[...]`` are ASCII.
-Constructs RE2 does not have (look-around, back-references, possessive quantifiers, ``(?x)``...) raise a
-QueryError.
+A pattern with constructs RE2 does not have (look-around such as Hatchet's ``^((?!MPID).)*``, back-references,
+possessive quantifiers, ``(?x)``...) is matched by the ``regex`` module with Python ``re`` semantics, once per
+distinct value, within a time limit (REGEX_SECONDS): past it, a QueryError instead of a hang.
 """
 
 from __future__ import annotations
 
 import operator
-from functools import cached_property
 import re
+import time
+from functools import cached_property
 import unicodedata
 
 import numpy as np
@@ -230,6 +232,7 @@ _CLASS_ESCAPES = {"d": r"\p{Nd}", "D": r"\P{Nd}", "w": r"_\p{L}\p{N}", "s": r"\x
 _ESCAPES = {"d": r"\p{Nd}", "D": r"\P{Nd}", "w": r"[\p{L}\p{N}_]", "W": r"[^\p{L}\p{N}_]",
             "s": r"[\s\v\p{Z}\x{1c}-\x{1f}\x{85}]", "S": r"[^\s\v\p{Z}\x{1c}-\x{1f}\x{85}]", "Z": r"\z"}
 _UNICODE_ESCAPE = re.compile(r"u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|N\{([^}]*)\}")
+REGEX_SECONDS = 5.0  # time limit of one backtracking match over all distinct values
 _EMPTY_MIN = re.compile(r"\{,(\d*)\}")
 
 
@@ -272,12 +275,28 @@ def _re2_match(values: pd.Series, pattern: str, cond: Cond, source) -> np.ndarra
     texts = [x.encode("utf-8", "replace").decode() if isinstance(x, str) else None for x in values]
     try:
         hits = pc.match_substring_regex(pa.array(texts, pa.string()), pattern="^(?:" + python_to_re2(pattern) + ")")
-    except pa.ArrowInvalid as exc:
-        why = str(exc).split(":", 1)[-1].strip()
-        raise _fail(cond, f"regular expression {cond.value!r} is not supported ({why}): perflake matches with RE2, "
-                          "in linear time, which has no look-around, back-references or possessive quantifiers",
-                    source) from None
+    except pa.ArrowInvalid:
+        return _backtracking_match(texts, pattern, cond, source)
     return hits.fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def _backtracking_match(texts: list[str | None], pattern: str, cond: Cond, source) -> np.ndarray:
+    """RE2 has no look-around, back-references or possessive quantifiers: such a pattern is matched by the
+    ``regex`` module (Python ``re`` semantics) once per distinct string (None never matches), spread back to
+    every position, within REGEX_SECONDS in all, so that a catastrophic pattern stays a clear error."""
+    import regex
+
+    codes, uniques = pd.factorize(pd.Series(texts, dtype=object), use_na_sentinel=True)
+    compiled = regex.compile(pattern, flags=regex.VERSION0)
+    deadline = time.monotonic() + REGEX_SECONDS
+    hit = np.zeros(len(uniques), bool)
+    try:
+        for i, text in enumerate(uniques):
+            hit[i] = compiled.match(text, timeout=max(deadline - time.monotonic(), 1e-3)) is not None
+    except TimeoutError:
+        raise _fail(cond, f"regular expression {cond.value!r} took more than {REGEX_SECONDS:g} s (a pattern RE2 "
+                          "cannot run is matched by backtracking; simplify it)", source) from None
+    return np.where(codes >= 0, hit[np.maximum(codes, 0)], False)
 
 
 def evaluate(pred, table: NodeTable, source: str | None = None) -> np.ndarray:
