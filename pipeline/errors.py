@@ -51,6 +51,27 @@ class QueryError(PerflakeError):
         super().__init__(message)
 
 
+# Hatchet's query exception names (hatchet.query.errors): each is a QueryError, so `except QueryError` still works
+class InvalidQueryPath(QueryError):
+    """The path of a query is malformed: a bad quantifier, an element of the wrong kind, no first element."""
+
+
+class InvalidQueryFilter(QueryError):
+    """A predicate of a query is malformed: a bad value, comparison or attribute name."""
+
+
+class BadNumberNaryQueryArgs(InvalidQueryPath):
+    """A compound query got the wrong number of sub-queries."""
+
+
+class MultiIndexModeMismatch(QueryError):
+    """A dialect query with ``multi_index_mode="off"`` met a frame with several rows per node (rank/thread)."""
+
+
+class InvalidMultiIndexMode(QueryError, AssertionError):
+    """``multi_index_mode`` is not "off", "any" or "all" (an AssertionError as Hatchet's ``assert``)."""
+
+
 class UsageError(PerflakeError):
     """An option value perflake cannot use (an unknown statistic, a bad choice); says what is accepted."""
 

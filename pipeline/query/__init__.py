@@ -33,6 +33,7 @@ from perflake.query.compound import (
     DisjunctionQuery,
     ExclusiveDisjunctionQuery,
     IntersectionQuery,
+    NaryQuery,
     NegationQuery,
     NotQuery,
     OrQuery,
@@ -40,8 +41,16 @@ from perflake.query.compound import (
     UnionQuery,
     XorQuery,
 )
-from perflake.query.engine import apply, compile_automaton, match_node_ids, to_query
-from perflake.query.model import Query, QueryMatcher
+from perflake.errors import (
+    BadNumberNaryQueryArgs,
+    InvalidMultiIndexMode,
+    InvalidQueryFilter,
+    InvalidQueryPath,
+    MultiIndexModeMismatch,
+    QueryError,
+)
+from perflake.query.engine import QueryEngine, apply, compile_automaton, match_node_ids, to_query
+from perflake.query.model import AbstractQuery, Query, QueryMatcher
 from perflake.query.object_dialect import ObjectQuery
 from perflake.query.string_dialect import StringQuery, parse_string_dialect
 
@@ -50,10 +59,15 @@ CypherQuery, parse_cypher_query = StringQuery, parse_string_dialect  # Hatchet's
 
 def is_query(obj) -> bool:
     """True for a query object (base syntax, dialect or compound)."""
-    return isinstance(obj, (Query, CompoundQuery))
+    return isinstance(obj, AbstractQuery)
+
+
+is_hatchet_query = is_query  # Hatchet's name
 
 
 __all__ = [
+    "AbstractQuery", "BadNumberNaryQueryArgs", "InvalidMultiIndexMode", "InvalidQueryFilter", "InvalidQueryPath",
+    "MultiIndexModeMismatch", "NaryQuery", "QueryEngine", "QueryError", "is_hatchet_query",
     "AndQuery", "CompoundQuery", "ConjunctionQuery", "CypherQuery", "DisjunctionQuery", "ExclusiveDisjunctionQuery",
     "IntersectionQuery", "NegationQuery", "NotQuery", "ObjectQuery", "OrQuery", "Query", "QueryMatcher",
     "StringQuery", "SymDifferenceQuery", "UnionQuery", "XorQuery", "apply", "compile_automaton", "is_query",

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from perflake.errors import QueryError
+from perflake.errors import BadNumberNaryQueryArgs
+from perflake.query.model import AbstractQuery
 
 
-class CompoundQuery:
-    """Base class: holds the sub-queries (already converted to query objects)."""
+class CompoundQuery(AbstractQuery):
+    """Base class: holds the sub-queries (already converted to query objects); ``apply(gf)`` as every query."""
 
     min_args, max_args = 2, None
 
@@ -25,7 +26,7 @@ class CompoundQuery:
         n = len(queries)
         if n < self.min_args or (self.max_args is not None and n > self.max_args):
             want = self.min_args if self.max_args == self.min_args else f"{self.min_args} or more"
-            raise QueryError(f"{type(self).__name__} takes {want} sub-queries, got {n}")
+            raise BadNumberNaryQueryArgs(f"{type(self).__name__} takes {want} sub-queries, got {n}")
         self.subqueries = [to_query(q, multi_index_mode) for q in queries]
 
     def combine(self, results: list[np.ndarray], all_ids: np.ndarray) -> np.ndarray:
@@ -84,7 +85,8 @@ class NegationQuery(CompoundQuery):
         return np.setdiff1d(all_ids, results[0], assume_unique=True)
 
 
-# Hatchet's old-style names for the same classes
+# Hatchet's old-style names for the same classes (NaryQuery: the base of its old-style compounds)
+NaryQuery = CompoundQuery
 AndQuery = IntersectionQuery = ConjunctionQuery
 OrQuery = UnionQuery = DisjunctionQuery
 XorQuery = SymDifferenceQuery = ExclusiveDisjunctionQuery

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from perflake import sqlfiles
-from perflake.errors import QueryError
+from perflake.errors import InvalidMultiIndexMode, QueryError
 from perflake.query.compound import CompoundQuery
 from perflake.query.model import MULTI_INDEX_MODES, Query
 from perflake.query.predicates import NodeTable, evaluate
@@ -165,12 +165,30 @@ def match_node_ids(gf, query, *, multi_index_mode: str = "off", con: duckdb.Duck
     read a node with several rows, unless the query object was built with its own mode.
     """
     if multi_index_mode not in MULTI_INDEX_MODES:
-        raise QueryError(f"multi_index_mode must be one of {MULTI_INDEX_MODES}, not {multi_index_mode!r}")
+        raise InvalidMultiIndexMode(f"multi_index_mode must be one of {MULTI_INDEX_MODES}, not {multi_index_mode!r}")
     q = to_query(query)
     run = _Run(gf, multi_index_mode, con or _connection())
     found = run.ids(q)
     ids = run.tables.node_ids
     return ids[np.isin(ids, found)]
+
+
+class _GraphAndRows:
+    """What the engine reads of a GraphFrame: its graph and its dataframe."""
+
+    def __init__(self, graph, dataframe):
+        self.graph, self.dataframe = graph, dataframe
+
+
+class QueryEngine:
+    """Hatchet's engine object: ``QueryEngine().apply(query, graph, dframe)`` returns the matched Nodes.
+    perflake keeps no cache between calls, so ``reset_cache`` has nothing to do."""
+
+    def reset_cache(self) -> None:
+        return None
+
+    def apply(self, query, graph, dframe, multi_index_mode: str = "off") -> list:
+        return apply(_GraphAndRows(graph, dframe), query, multi_index_mode=multi_index_mode)
 
 
 def apply(gf, query, *, multi_index_mode: str = "off", con: duckdb.DuckDBPyConnection | None = None) -> list:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from perflake.errors import QueryError
+from perflake.errors import InvalidMultiIndexMode, InvalidQueryFilter, InvalidQueryPath
 
 MULTI_INDEX_MODES = ("off", "any", "all")
 
@@ -86,7 +86,7 @@ class Element:
 def check_quantifier(q, where: str, *, query: str | None = None, position: int | None = None):
     """Return ``q`` if it is a valid quantifier, else raise QueryError naming ``where``."""
     if isinstance(q, bool) or not (q in (".", "*", "+") or (isinstance(q, int) and q >= 1)):
-        raise QueryError(f"{where}: quantifier must be '.', '*', '+' or an integer >= 1, not {q!r}",
+        raise InvalidQueryPath(f"{where}: quantifier must be '.', '*', '+' or an integer >= 1, not {q!r}",
                          query=query, position=position)
     return q
 
@@ -98,10 +98,20 @@ def _as_predicate(predicate):
         return predicate
     if callable(predicate):
         return Call(predicate)
-    raise QueryError(f"a predicate must be callable, not {type(predicate).__name__}")
+    raise InvalidQueryFilter(f"a predicate must be callable, not {type(predicate).__name__}")
 
 
-class Query:
+class AbstractQuery:
+    """Base class of every query object (Hatchet's name for its old-style base): ``q.apply(gf)`` returns the Nodes
+    (graph pre-order) on the paths ``q`` matches in ``gf``."""
+
+    def apply(self, gf, *, multi_index_mode: str = "off") -> list:
+        from perflake.query.engine import apply
+
+        return apply(gf, self, multi_index_mode=multi_index_mode)
+
+
+class Query(AbstractQuery):
     """A path query (Hatchet's base syntax): ``Query().match(".", pred).rel("*").rel(2, other)``.
 
     Predicates are callables taking the node's row.  ``multi_index_mode`` (``"off"``, ``"any"``, ``"all"``) is how
@@ -110,7 +120,7 @@ class Query:
 
     def __init__(self, multi_index_mode: str | None = None):
         if multi_index_mode is not None and multi_index_mode not in MULTI_INDEX_MODES:
-            raise QueryError(f"multi_index_mode must be one of {MULTI_INDEX_MODES}, not {multi_index_mode!r}")
+            raise InvalidMultiIndexMode(f"multi_index_mode must be one of {MULTI_INDEX_MODES}, not {multi_index_mode!r}")
         self.elements: list[Element] = []
         self.multi_index_mode = multi_index_mode
         self.source: str | None = None  # the query text (string dialect), for error messages
@@ -124,7 +134,7 @@ class Query:
     def rel(self, quantifier=".", predicate=None) -> "Query":
         """Append one element: the next nodes down the path."""
         if not self.elements:
-            raise QueryError("a query must start with match() before rel()")
+            raise InvalidQueryPath("a query must start with match() before rel()")
         return self._add(quantifier, predicate)
 
     relation = rel
@@ -189,7 +199,7 @@ class QueryMatcher(Query):
             from perflake.query.object_dialect import parse_object_dialect
 
             if not isinstance(query, list):
-                raise QueryError(f"QueryMatcher takes an object-dialect list, not {type(query).__name__}")
+                raise InvalidQueryPath(f"QueryMatcher takes an object-dialect list, not {type(query).__name__}")
             self.elements = parse_object_dialect(query)
 
     def match(self, wildcard_spec=".", filter_func=None) -> "QueryMatcher":
@@ -199,9 +209,3 @@ class QueryMatcher(Query):
         return super().rel(wildcard_spec, filter_func)
 
     relation = rel
-
-    def apply(self, gf, *, multi_index_mode: str = "off") -> list:
-        """The nodes (graph pre-order) on the paths this query matches in ``gf``."""
-        from perflake.query.engine import apply
-
-        return apply(gf, self, multi_index_mode=multi_index_mode)

@@ -19,7 +19,7 @@ import math
 import re
 from numbers import Real
 
-from perflake.errors import QueryError
+from perflake.errors import InvalidQueryFilter, InvalidQueryPath
 from perflake.query.model import AUTO_OP, TRUE, And, Cond, Element, Query, check_quantifier
 
 _COMPARISON = re.compile(r"^\s*(<=|>=|==|!=|<>|<|>)\s*(.*?)\s*$")
@@ -43,7 +43,7 @@ def comparison_cond(attr: str, text: str, pos) -> Cond:
     """A Cond for ``attr <op> number`` from a comparison string; QueryError when it is not one."""
     parsed = parse_comparison(text)
     if parsed is None:
-        raise QueryError(f"query element {pos}: {attr!r} is numeric, so {text!r} must be a comparison such as "
+        raise InvalidQueryFilter(f"query element {pos}: {attr!r} is numeric, so {text!r} must be a comparison such as "
                          f"'> 10' (one of < <= == != <> > >= followed by a number)", position=pos)
     op, value = parsed
     if math.isnan(value) and op in ("==", "!="):
@@ -60,7 +60,7 @@ def _single(attr: str, value, pos) -> Cond:
         if attr in NODE_NUMERIC:
             return comparison_cond(attr, value, pos)
         return Cond(attr, AUTO_OP, value, pos)
-    raise QueryError(f"query element {pos}: the value for {attr!r} must be a number, a string or a list of them, "
+    raise InvalidQueryFilter(f"query element {pos}: the value for {attr!r} must be a number, a string or a list of them, "
                      f"not {type(value).__name__}", position=pos)
 
 
@@ -70,10 +70,10 @@ def predicate_from_dict(filters: dict, pos: int):
     for key, value in filters.items():
         attr = key[0] if isinstance(key, (tuple, list)) and len(key) == 1 else key
         if not isinstance(attr, str):
-            raise QueryError(f"query element {pos}: attribute names must be strings, not {key!r}", position=pos)
+            raise InvalidQueryFilter(f"query element {pos}: attribute names must be strings, not {key!r}", position=pos)
         values = value if isinstance(value, (list, tuple)) else [value]
         if not values:
-            raise QueryError(f"query element {pos}: empty list of conditions for {attr!r}", position=pos)
+            raise InvalidQueryFilter(f"query element {pos}: empty list of conditions for {attr!r}", position=pos)
         out += [_single(attr, v, pos) for v in values]
     return TRUE if not out else out[0] if len(out) == 1 else And(tuple(out))
 
@@ -81,9 +81,9 @@ def predicate_from_dict(filters: dict, pos: int):
 def parse_object_dialect(query) -> list[Element]:
     """The elements of an object-dialect query; QueryError (position = element index) when malformed."""
     if not isinstance(query, list):
-        raise QueryError(f"an object-dialect query is a list, not {type(query).__name__}")
+        raise InvalidQueryPath(f"an object-dialect query is a list, not {type(query).__name__}")
     if not query:
-        raise QueryError("an object-dialect query needs at least one element")
+        raise InvalidQueryPath("an object-dialect query needs at least one element")
     elements = []
     for i, item in enumerate(query):
         where = f"query element {i}"
@@ -94,7 +94,7 @@ def parse_object_dialect(query) -> list[Element]:
         elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], dict):
             elements.append(Element(check_quantifier(item[0], where, position=i), predicate_from_dict(item[1], i)))
         else:
-            raise QueryError(f"{where}: expected a dict, a quantifier or a (quantifier, dict) tuple, got {item!r}",
+            raise InvalidQueryPath(f"{where}: expected a dict, a quantifier or a (quantifier, dict) tuple, got {item!r}",
                              position=i)
     return elements
 
