@@ -11,10 +11,10 @@ regressions (largest ``diff``) first, one-sided paths last.
 ``add / sub / mul / div`` (+ ``iadd``... in place) combine two GraphFrames per (call path, rank, thread)
 and metric with a full outer join on call-path ids (sql/compare_arith.sql); the result's graph is the union
 of both call-path sets, built from tables (sql/compare_union_nodes.sql, GraphFrame.from_tables), no Python
-graph union.  A value present on one side only counts as 0 for ``+`` and ``-`` (so ``b - a`` shows a new
-path as its value, a vanished one as minus its value) and makes the result NaN for ``*`` and ``/``; x / 0
-is NaN.  Hatchet differs: its in-place ``DataFrame.update`` keeps self's value where other lacks the node
-and leaves NaN where self lacks it, whatever the operator; pass ``fill_value`` to choose.
+graph union.  By default the values follow Hatchet exactly (its ``DataFrame.update`` of the left operand with
+``op(left, right)``): IEEE results (x / 0 is inf, 0 / 0 NaN), and where that result is NaN -- a node or rank
+of the left operand only, or 0 / 0 -- the left value is kept, so a node only in the right operand is NaN.
+``fill_value=None`` gives plain IEEE results with a missing side as NaN; a number fills missing sides with it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from perflake import ensemble, sqlfiles
 from perflake.errors import LakeError
 from perflake.frame_tables import FRAME_COLUMNS, metric_roles, metrics_table, node_ids
 
-_DEFAULT_FILL = {"add": 0.0, "sub": 0.0, "mul": None, "div": None}
 
 
 def _side(run_or_runs) -> list[str]:
@@ -90,7 +89,8 @@ def _attr(value, kind):
 def _arith(gf1, gf2, op: str, fill_value):
     from perflake.graphframe import GraphFrame
 
-    fill = _DEFAULT_FILL[op] if fill_value == "default" else fill_value
+    keep_left = isinstance(fill_value, str) and fill_value == "default"  # Hatchet's update semantics
+    fill = None if keep_left else fill_value
     info = [m for m in metric_roles(gf1) if m.name in gf2.dataframe.columns]
     names = [m.name for m in info]
     if not names:
@@ -106,7 +106,7 @@ def _arith(gf1, gf2, op: str, fill_value):
         con.register("nodes_left", nodes_table(gf1))
         con.register("nodes_right", nodes_table(gf2))
         sqlfiles.materialize(con, "metric_long", "compare_arith", metrics=names, op=op,
-                             fill=None if fill is None else float(fill))
+                             fill=None if fill is None else float(fill), keep_left=keep_left)
         wide = sqlfiles.relation(con, "pivot_metrics").to_arrow_table()
         nodes = sqlfiles.relation(con, "compare_union_nodes").to_arrow_table()
     finally:

@@ -1,9 +1,11 @@
 -- name: compare_arith
 -- purpose: element-wise arithmetic between two GraphFrames' metric values, joined on (call-path id, rank,
---          thread, metric) with union semantics: a value missing on one side is $fill (NULL: the result is
---          missing too); a result is missing where both sides are; x / 0 is missing, not inf
--- params: $metrics (metric column names present in both), $op ('add' | 'sub' | 'mul' | 'div'), $fill
---         (DOUBLE or NULL)
+--          thread, metric) with union semantics and IEEE results (x / 0 is +-inf, 0 / 0 NaN); a value missing on
+--          one side is $fill; with $keep_left a result that is NULL or NaN takes the left value instead
+--          (Hatchet's DataFrame.update: a node only in the left operand keeps its value, one only in the
+--          right is missing)
+-- params: $metrics (names present in both), $op ('add' | 'sub' | 'mul' | 'div'), $fill, $keep_left
+--         ($fill: DOUBLE or NULL; $keep_left: BOOLEAN)
 -- input: left_t, right_t(run_id, node_id, rank, thread, one DOUBLE column per metric) from
 --        perflake.frame_tables.metrics_table
 -- output: run_id, node_id, rank, thread, metric, value (long: sql/pivot_metrics.sql turns it wide)
@@ -46,6 +48,22 @@ joined as (
         on l.node_id = r.node_id and l.rank = r.rank and l.thread = r.thread and l.metric = r.metric
 ),
 
+computed as (
+    select
+        node_id,
+        rank,
+        thread,
+        metric,
+        a,
+        case $op
+            when 'add' then a + b
+            when 'sub' then a - b
+            when 'mul' then a * b
+            when 'div' then a / b
+        end::double as r
+    from joined
+),
+
 final as (
     select
         '_' as run_id,
@@ -53,13 +71,8 @@ final as (
         rank,
         thread,
         metric,
-        case $op
-            when 'add' then a + b
-            when 'sub' then a - b
-            when 'mul' then a * b
-            when 'div' then case when b != 0 then a / b end
-        end::double as value
-    from joined
+        case when $keep_left and (r is null or isnan(r)) then a else r end::double as value
+    from computed
 )
 
 select * from final

@@ -112,10 +112,8 @@ def test_arithmetic_matches_pandas(tau_lake, op):
     pd.testing.assert_frame_equal(g1.dataframe, before[0])  # inputs untouched
     pd.testing.assert_frame_equal(g2.dataframe, before[1])
     a, b = frame(g1), frame(g2)
-    fill = 0.0 if op in ("add", "sub") else None
-    want = getattr(a, op)(b, fill_value=fill) if fill is not None else getattr(a, op)(b)
-    if op == "div":
-        want = want.where(b.reindex(want.index) != 0)
+    raw = getattr(a, op)(b)  # pandas: union of rows, NaN where a side lacks the row, IEEE x / 0
+    want = raw.where(raw.notna(), a.reindex(raw.index))  # Hatchet's update: a NaN result keeps the left value
     got = frame(result)
     assert set(got.index) == set(want.index)  # union of call paths x ranks
     pd.testing.assert_frame_equal(got.loc[want.index], want, check_exact=False, rtol=1e-12)
@@ -138,7 +136,7 @@ def test_in_place_and_fill(tau_lake):
     pd.testing.assert_frame_equal(g2.dataframe, other)
     strict = add(tau_lake.graphframe(ids[0]), g2, fill_value=None)
     only_one_side = frame(expected)["time"].notna() & frame(strict)["time"].isna()
-    assert only_one_side.any()  # one-sided values: 0-filled by default for + and -, NaN when asked
+    assert only_one_side.any()  # left-only values: kept by default (Hatchet), NaN when asked
     doubled = iadd(tau_lake.graphframe(ids[0]), tau_lake.graphframe(ids[0]))
     np.testing.assert_allclose(frame(doubled)["time"], 2 * frame(tau_lake.graphframe(ids[0]))["time"])
     assert ".TAU application" in doubled.tree(metric_column="time", colour=False)
