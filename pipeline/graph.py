@@ -61,6 +61,11 @@ class Node:
         self.children: list[Node] = []
         self._hatchet_nid = -1
 
+    @property
+    def callpath_id(self) -> int:
+        """perflake's call-path id (the same call path has it in every run); ``node_id`` is the same number."""
+        return self.node_id
+
     def traverse(self, order: str = "pre", attrs=None, visited=None) -> Iterator:
         """Depth-first walk from this node (children in Hatchet's order); each node once."""
         visited = set() if visited is None else visited

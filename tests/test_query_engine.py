@@ -102,8 +102,13 @@ def test_predicate_semantics_match_hatchet(small, query, expected):
 
 def test_perflake_attributes(mock, small):
     corge = next(n for n in mock.graph.traverse() if n.frame["name"] == "corge")
-    assert [n.node_id for n in Q.apply(mock, [{"node_id": corge.node_id}])] == [corge.node_id]
-    assert names(mock, f'MATCH (".", p) WHERE p."node_id" = {corge.node_id}') == ["corge"]
+    # node_id and _hatchet_nid are Hatchet's pre-order numbers; callpath_id is perflake's call-path id
+    assert [n.node_id for n in Q.apply(mock, [{"callpath_id": corge.node_id}])] == [corge.node_id]
+    assert names(mock, f'MATCH (".", p) WHERE p."callpath_id" = {corge.node_id}') == ["corge"]
+    assert [n._hatchet_nid for n in Q.apply(mock, [{"node_id": corge._hatchet_nid}])] == [corge._hatchet_nid]
+    assert names(mock, f'MATCH (".", p) WHERE p."node_id" = {corge._hatchet_nid}') == ["corge"]
+    assert names(mock, 'MATCH (".", p) WHERE p."_hatchet_nid" < 2') == sorted(n.frame["name"] for n in list(mock.graph)[:2])
+    assert names(mock, [{"node_id": "< 2"}]) == sorted(n.frame["name"] for n in list(mock.graph)[:2])
     assert names(small, [{"is_leaf": True}]) == ["ab", "abc", "p1x", "pab1"]
     assert names(mock, [{"type": "function", "name": "g.*"}]) == ["garply", "garply", "garply"]  # a frame attribute
     assert names(small, [{"time": "<> 1"}]) == []  # <> is !=

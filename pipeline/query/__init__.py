@@ -18,9 +18,9 @@ Differences from llnl-hatchet 2026.2.0 (each covered by a test):
 
 * two consecutive wildcard elements (e.g. ``"+"`` then ``"*"``) match like a regular expression; Hatchet
   looks one element ahead only, so its answer can depend on siblings;
-* ``node_id`` is perflake's 64-bit call-path id, not Hatchet's pre-order index;
 * ``p... OR q...`` across two variables is a QueryError (Hatchet silently reads it as AND);
-* extensions: parentheses in WHERE, case-insensitive keywords, ``<>``, frame attributes such as ``type``;
+* extensions: ``callpath_id`` (perflake's 64-bit call-path id; ``node_id``/``_hatchet_nid`` are Hatchet's
+  pre-order numbers), parentheses in WHERE, case-insensitive keywords, ``<>``, frame attributes such as ``type``;
 * multi-rank data with ``multi_index_mode="off"`` uses the per-node mean of each numeric column (Hatchet's
   ``drop_index_levels()`` default) instead of raising; "any"/"all" test every row, then reduce per node;
 * a missing string counts as None (``IS NONE``); a numeric NaN does not.

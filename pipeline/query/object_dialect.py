@@ -23,7 +23,7 @@ from perflake.errors import InvalidQueryFilter, InvalidQueryPath
 from perflake.query.model import AUTO_OP, TRUE, And, Cond, Element, Query, check_quantifier
 
 _COMPARISON = re.compile(r"^\s*(<=|>=|==|!=|<>|<|>)\s*(.*?)\s*$")
-NODE_NUMERIC = ("depth", "node_id")
+NODE_NUMERIC = ("depth", "node_id", "_hatchet_nid", "callpath_id")
 
 
 def parse_comparison(text: str) -> tuple[str, float] | None:

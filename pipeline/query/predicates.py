@@ -1,6 +1,7 @@
 r"""Predicates evaluated for all nodes at once: one boolean per node of the graph (pre-order positions).
 
-The inputs are the dataframe's columns plus ``depth``, ``node_id`` (the 64-bit call-path id), ``is_leaf`` and the
+The inputs are the dataframe's columns plus ``depth``, ``node_id`` and ``_hatchet_nid`` (Hatchet's meaning: the
+node's position in the graph's pre-order), ``callpath_id`` (perflake's 64-bit call-path id), ``is_leaf`` and the
 frame attributes that are not columns (``type``).  How a node with several rows (ranks, threads) is read:
 
 * ``"off"`` (default): one value per node, the mean over its rows for numeric columns (NaN skipped, Hatchet's
@@ -71,7 +72,7 @@ class NodeTable:
         self._cache: dict = {}
 
     def has(self, attr: str) -> bool:
-        return (attr in ("depth", "node_id", "is_leaf") or attr in self.gf.dataframe.columns
+        return (attr in ("depth", "node_id", "_hatchet_nid", "callpath_id", "is_leaf") or attr in self.gf.dataframe.columns
                 or attr in self.tables.frame_attrs)
 
     def values(self, attr: str) -> tuple[pd.Series, bool]:
@@ -85,7 +86,9 @@ class NodeTable:
         t = self.tables
         if attr == "depth":
             return pd.Series(t.depth), False
-        if attr == "node_id":
+        if attr in ("node_id", "_hatchet_nid"):
+            return pd.Series(np.arange(self.n, dtype=np.int64)), False  # pre-order position, as _hatchet_nid
+        if attr == "callpath_id":
             return pd.Series(t.node_ids), False
         if attr == "is_leaf":
             return pd.Series(t.is_leaf), False
