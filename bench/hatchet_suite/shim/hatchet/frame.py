@@ -1,0 +1,1 @@
+from perflake.graph import Frame  # noqa: F401

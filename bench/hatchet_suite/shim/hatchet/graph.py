@@ -1,0 +1,1 @@
+from perflake.graph import Graph  # noqa: F401

@@ -1,0 +1,10 @@
+from perflake.errors import (  # noqa: F401
+    BadNumberNaryQueryArgs,
+    InvalidQueryFilter,
+    InvalidQueryPath,
+    MultiIndexModeMismatch,
+)
+
+
+class RedundantQueryFilterWarning(Warning):
+    pass

@@ -1,0 +1,5 @@
+import shutil
+
+
+def which(name):
+    return shutil.which(name)
