@@ -145,6 +145,12 @@ def cmd_tree(args) -> int:
 
         gf = read(args.run)
     metric = args.metric.split(",") if args.metric and "," in args.metric else args.metric
+    if metric is None:  # an inclusive metric whatever the input (perflake.defaults.shown_metric)
+        from perflake.defaults import shown_metric
+
+        metric = shown_metric(gf)
+        if args.no_header:  # the header names it otherwise
+            print(f"perflake: showing metric {metric!r} (choose with --metric)", file=sys.stderr)
     colour = True if args.color else (False if args.no_color else None)
     sys.stdout.write(gf.tree(metric_column=metric, precision=args.precision, rank=args.rank, thread=args.thread,
                              depth=args.depth, expand_name=args.expand_name, render_header=not args.no_header,
@@ -180,17 +186,33 @@ def cmd_compare(args) -> int:
     return EXIT_OK
 
 
+def _default_metric(lake, args, *, several: bool = True):
+    """--metric (a list when ``several`` and comma-separated), else the default of the selected runs
+    (perflake.defaults), said on stderr."""
+    if args.metric:
+        return args.metric.split(",") if several and "," in args.metric else args.metric
+    from perflake.ensemble import default_metric
+
+    metric, have, total = default_metric(lake, where=args.where)
+    print(f"perflake: metric {metric!r} ({have} of {total} selected runs have it; choose with --metric)",
+          file=sys.stderr)
+    return metric
+
+
 def cmd_ensemble(args) -> int:
     group_by = args.group_by.split(",") if args.group_by else None
     stats = tuple(args.stats.split(","))
-    df = _lake(args).ensemble(args.where, group_by, metric=args.metric, stats=stats, ddof=args.ddof,
-                              scheduler=args.scheduler)
+    lake = _lake(args)
+    df = lake.ensemble(args.where, group_by, metric=_default_metric(lake, args), stats=stats, ddof=args.ddof,
+                       scheduler=args.scheduler)
     _print_frame(_paths_column(df.drop(columns=["node_id"]), args.format), args.format, max_rows=args.max_rows)
     return EXIT_OK
 
 
 def cmd_scaling(args) -> int:
-    df = _lake(args).scaling_table(args.metric, args.by, where=args.where, stat=args.stat).reset_index(drop=True)
+    lake = _lake(args)
+    df = lake.scaling_table(_default_metric(lake, args, several=False), args.by, where=args.where, stat=args.stat)
+    df = df.reset_index(drop=True)
     df.columns = [str(c) for c in df.columns]
     _print_frame(_paths_column(df, args.format), args.format, max_rows=args.max_rows)
     return EXIT_OK
@@ -287,7 +309,8 @@ def _parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("tree", help="print a run's call tree (a run id with --lake, or a profile path)")
     sp.add_argument("run")
     lake_arg(sp, required=False)
-    sp.add_argument("--metric", help="metric column(s), comma-separated")
+    sp.add_argument("--metric", help="metric column(s), comma-separated (default: an inclusive metric of the "
+                                     "run, named in the header)")
     sp.add_argument("--precision", type=int, default=3)
     sp.add_argument("--rank", type=int, default=0)
     sp.add_argument("--thread", type=int, default=0)
@@ -325,7 +348,8 @@ def _parser() -> argparse.ArgumentParser:
     lake_arg(sp)
     sp.add_argument("--where", help="SQL condition on the runs catalog, e.g. \"nprocs >= 64\"")
     sp.add_argument("--group-by", help="catalog columns or meta:KEY, comma-separated")
-    sp.add_argument("--metric", default="time")
+    sp.add_argument("--metric", help="metric(s), comma-separated (default: chosen from the selected runs' "
+                                     "metrics, an inclusive time first; printed on stderr)")
     sp.add_argument("--stats", default="count,mean,median,std,min,max")
     sp.add_argument("--ddof", type=int, default=1)
     sp.add_argument("--scheduler", help="dask.distributed scheduler address (default: local)")
@@ -335,7 +359,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("scaling", help="a metric per call path pivoted by a metadata key (scaling study)")
     lake_arg(sp)
-    sp.add_argument("--metric", default="time")
+    sp.add_argument("--metric", help="default: chosen from the selected runs' metrics, an inclusive time first "
+                                     "(printed on stderr)")
     sp.add_argument("--by", default="nprocs", help="catalog column or meta:KEY")
     sp.add_argument("--where")
     sp.add_argument("--stat", default="mean")

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from perflake import duck
 from perflake import parallel, sqlfiles
 from perflake.catalogs.schema import RUNS_SCHEMA
+from perflake.defaults import selection_default
 from perflake.errors import LakeError, UnknownRun, UsageError
 from perflake.normalize import MAX_DEPTH
 from perflake.readers.base import OTHER, Metric
@@ -148,6 +149,22 @@ def select(lake, *, runs=None, where: str | None = None, group_by=None) -> Selec
     return Selection(df, keys, slim)
 
 
+def selection_metric(sel: Selection) -> tuple[str, int]:
+    """The default metric of the selected runs (perflake.defaults.selection_default) and how many have it."""
+    if sel.runs.empty:
+        raise LakeError("no runs selected")
+    metric, have = selection_default(sel.catalog.column("metrics").to_pylist())
+    if metric is None:
+        raise LakeError("the selected runs have no metric")
+    return metric, have
+
+
+def default_metric(lake, *, where: str | None = None, runs=None) -> tuple[str, int, int]:
+    """(metric, runs that have it, runs selected): what ``ensemble``/``scaling_table`` use without ``metric``."""
+    sel = select(lake, runs=runs, where=where)
+    return (*selection_metric(sel), len(sel.runs))
+
+
 def with_metric(sel: Selection, metric: str) -> pd.DataFrame:
     """The selected runs that have ``metric`` (from the catalog); a LakeError when none has it."""
     if sel.runs.empty:
@@ -229,19 +246,21 @@ def _metrics(metric) -> list[str]:
     return [metric] if isinstance(metric, str) else list(metric)
 
 
-def ensemble(lake, where: str | None = None, group_by=None, *, metric="time", stats=DEFAULT_STATS, ddof: int = 1,
+def ensemble(lake, where: str | None = None, group_by=None, *, metric=None, stats=DEFAULT_STATS, ddof: int = 1,
              runs=None, scheduler=None, task_rows: int = parallel.DEFAULT_TASK_ROWS) -> pd.DataFrame:
     """Per call path (and group), statistics across runs of the per-run value (module docstring).
 
     ``where``: SQL condition on the runs catalog (``"nprocs >= 64 and app = 'lulesh2.0'"``); ``runs``:
     ids or prefixes; ``group_by``: catalog columns and ``meta:KEY`` metadata keys (a column ``meta:KEY``
-    each, numbers typed as numbers); ``metric``: a name or a list; ``stats``: count, mean, std, var
+    each, numbers typed as numbers); ``metric``: a name or a list (default: :func:`selection_metric`, the
+    selected runs' inclusive time in the first place); ``stats``: count, mean, std, var
     (divisor count - ``ddof``), min, max, median, pNN (linear interpolation).
     Returns [group keys], node_id, name, path, metric, one column per stat; sorted by keys, metric, path
     (tree order).
     """
     sel = select(lake, runs=runs, where=where, group_by=group_by)
     stats = parse_stats(stats)[0]
+    metric = metric if metric is not None else selection_metric(sel)[0]
     with session(lake) as con:
         frames = [group_stats(lake, with_metric(sel, m), m, stats=stats, ddof=ddof, scheduler=scheduler,
                               task_rows=task_rows, con=con) for m in _metrics(metric)]
@@ -252,10 +271,11 @@ def ensemble(lake, where: str | None = None, group_by=None, *, metric="time", st
     return out.sort_values([*sel.keys, "metric"], na_position="last", kind="stable", ignore_index=True)
 
 
-def scaling_table(lake, metric: str = "time", by: str = "nprocs", *, where: str | None = None, stat: str = "mean",
+def scaling_table(lake, metric: str | None = None, by: str = "nprocs", *, where: str | None = None, stat: str = "mean",
                   runs=None, scheduler=None) -> pd.DataFrame:
     """A metric's ``stat`` per call path (rows, indexed by node_id, with name and path) and value of ``by``
-    (columns, ascending): the table of a scaling study.  NaN where a call path does not occur."""
+    (columns, ascending): the table of a scaling study.  NaN where a call path does not occur.  ``metric``
+    defaults as in :func:`ensemble`; the metric used is in ``attrs["metric"]``."""
     df = ensemble(lake, where, [by], metric=metric, stats=(stat,), runs=runs, scheduler=scheduler)
     key = parse_key(by)[2]
     wide = df.pivot(index="node_id", columns=key, values=stat)
@@ -263,10 +283,11 @@ def scaling_table(lake, metric: str = "time", by: str = "nprocs", *, where: str 
     order = df.drop_duplicates("node_id").set_index("node_id")[["name", "path"]]
     out = order.join(wide)
     out.columns.name = key
+    out.attrs["metric"] = df["metric"].iloc[0] if len(df) else metric
     return out
 
 
-def ensemble_graphframe(lake, where: str | None = None, *, metric="time", stats=DEFAULT_STATS, ddof: int = 1,
+def ensemble_graphframe(lake, where: str | None = None, *, metric=None, stats=DEFAULT_STATS, ddof: int = 1,
                         runs=None, scheduler=None):
     """The ensemble as a GraphFrame: the graph is the union of the selected runs' call paths, one row per
     node, one column ``<metric>_<stat>`` per metric and stat (mean/median/min/max/pNN keep the metric's
@@ -275,6 +296,7 @@ def ensemble_graphframe(lake, where: str | None = None, *, metric="time", stats=
 
     sel = select(lake, runs=runs, where=where)
     stats = parse_stats(stats)[0]
+    metric = metric if metric is not None else selection_metric(sel)[0]
     flat = pc.list_flatten(sel.catalog.column("metrics"))
     roles = dict(zip(pc.struct_field(flat, "name").to_pylist()[::-1], pc.struct_field(flat, "role").to_pylist()[::-1]))
     wide, info = None, []

@@ -20,36 +20,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from perflake.defaults import frame_default
 from perflake.errors import UsageError
 from perflake.graph import Graph
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
 
 EXTRA_FRAME_COLUMNS = ("file", "module", "line", "end_line")
-
-
-EXCLUSIVE_DEFAULT = ("caliper", "caliper_json", "hatchet_json", "hpctoolkit")  # Hatchet's readers default to time
-
-
-def _default_metric(metrics: list[Metric], fmt: str | None = None) -> str | None:
-    """Hatchet's default metric: ``time`` for Caliper and old HPCToolkit, ``time (inc)`` for TAU and v4; for
-    a ``.cali`` file without ``time``, Hatchet's ``from_caliperreader`` choice: ``avg#inclusive#sum#time.duration``,
-    else the first inclusive metric (not a derived exclusive one: a hot path or a tree on it means little)."""
-    names = {m.name: m for m in metrics}
-    if fmt in EXCLUSIVE_DEFAULT and "time" in names:
-        return "time"
-    if fmt == "caliper":
-        inclusive = [m.name for m in metrics if m.role == INCLUSIVE]
-        if "avg#inclusive#sum#time.duration" in inclusive:
-            return "avg#inclusive#sum#time.duration"
-        if inclusive:
-            return inclusive[0]
-    if "time" in names and names["time"].pair in names:
-        return names["time"].pair
-    for role in (EXCLUSIVE, INCLUSIVE):
-        for m in metrics:
-            if m.role == role:
-                return m.name
-    return metrics[0].name if metrics else None
 
 
 class GraphFrame:
@@ -64,11 +40,13 @@ class GraphFrame:
 
     @classmethod
     def from_tables(cls, nodes: pa.Table, metrics: pa.Table, metric_info: list[Metric], metadata: dict | None = None,
-                    fmt: str | None = None):
+                    fmt: str | None = None, *, sparse: bool = False, levels=None):
         """Build from a run's nodes table and metrics table (node_id, rank, thread, <metrics>); ``fmt`` (the reader
-        kind) picks Hatchet's default metric for that format.
+        kind) picks the default metric for that format (perflake.defaults.frame_default).
 
-        Dense layout: one row per (node in pre-order, location), unmeasured values NaN; the index is built
+        Dense layout: one row per (node in pre-order, location), unmeasured values NaN; ``sparse``: one row per
+        row of ``metrics`` only, in the same order (what squash needs: a row a filter removed stays removed).
+        The index has the levels ``rank``/``thread`` that vary, or exactly ``levels`` when given.  It is built
         from integer codes (no hashing of Node objects).
         """
         graph = Graph.from_nodes_table(nodes)
@@ -86,39 +64,51 @@ class GraphFrame:
         keys = (rank << 32) | (thread & 0xFFFFFFFF)
         uloc, loc_code = np.unique(keys, return_inverse=True) if len(keys) else (np.zeros(1, np.int64), keys)
         n_nodes, n_locs = len(order), len(uloc)
-        rows = position(metrics.column("node_id").to_numpy()) * n_locs + loc_code
+        row_pos = position(metrics.column("node_id").to_numpy())
         data = {}
-        for name in names:
-            dense = np.full(n_nodes * n_locs, np.nan)
-            dense[rows] = metrics.column(name).to_numpy(zero_copy_only=False)
-            data[name] = dense
+        if sparse:  # the metrics rows themselves, sorted by (pre-order, location)
+            take = np.lexsort((loc_code, row_pos))
+            row_node, row_loc = row_pos[take], loc_code[take]
+            per_row = lambda a: a[row_node]  # noqa: E731
+            loc_of_row = lambda a: a[row_loc]  # noqa: E731
+            for name in names:
+                data[name] = metrics.column(name).to_numpy(zero_copy_only=False)[take].astype(np.float64)
+        else:
+            row_node = np.repeat(np.arange(n_nodes), n_locs)
+            per_row = lambda a: np.repeat(a, n_locs)  # noqa: E731
+            loc_of_row = lambda a: np.tile(a, n_nodes)  # noqa: E731
+            rows = row_pos * n_locs + loc_code
+            for name in names:
+                dense = np.full(n_nodes * n_locs, np.nan)
+                dense[rows] = metrics.column(name).to_numpy(zero_copy_only=False)
+                data[name] = dense
         loc_rank, loc_thread = uloc >> 32, (uloc & 0xFFFFFFFF).astype(np.int64)
         loc_thread[loc_thread >= 2**31] -= 2**32
         ranks, rank_codes = np.unique(loc_rank, return_inverse=True)
         threads, thread_codes = np.unique(loc_thread, return_inverse=True)
-        levels, codes, level_names = [order], [np.repeat(np.arange(n_nodes), n_locs)], ["node"]
+        index_levels, codes, level_names = [order], [row_node], ["node"]
         for lname, values, lcodes in (("rank", ranks, rank_codes), ("thread", threads, thread_codes)):
-            if len(values) > 1:
-                levels.append(pd.Index(values, dtype=np.int64))
-                codes.append(np.tile(lcodes, n_nodes))
+            if (lname in levels) if levels is not None else len(values) > 1:
+                index_levels.append(pd.Index(values, dtype=np.int64))
+                codes.append(loc_of_row(lcodes))
                 level_names.append(lname)
-        if len(levels) > 1:
-            index = pd.MultiIndex(levels=levels, codes=codes, names=level_names, verify_integrity=False)
+        if len(index_levels) > 1:
+            index = pd.MultiIndex(levels=index_levels, codes=codes, names=level_names, verify_integrity=False)
         else:
-            index = pd.Index(np.repeat(order, n_locs), name="node", dtype=object)
+            index = pd.Index(per_row(order), name="node", dtype=object)
         node_pos = position(nodes.column("node_id").to_numpy())
         columns = {}
         for c in ("name", *[c for c in EXTRA_FRAME_COLUMNS if c in nodes.column_names]):
             per_node = np.empty(n_nodes, dtype=object)
             per_node[node_pos] = nodes.column(c).to_pylist()
-            columns[c] = np.repeat(per_node, n_locs)
+            columns[c] = per_row(per_node)
         frame = pd.DataFrame({**columns, **data}, index=index)
         return cls(
             graph,
             frame,
             exc_metrics=[m.name for m in metric_info if m.role == EXCLUSIVE and m.name in names],
             inc_metrics=[m.name for m in metric_info if m.role == INCLUSIVE and m.name in names],
-            default_metric=_default_metric([m for m in metric_info if m.name in names], fmt),
+            default_metric=frame_default([m for m in metric_info if m.name in names], fmt),
             metadata=metadata,
         )
 

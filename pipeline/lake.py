@@ -162,7 +162,7 @@ class Lake:
 
         return ensemble(self, where, group_by, **options)
 
-    def scaling_table(self, metric: str = "time", by: str = "nprocs", **options) -> pd.DataFrame:
+    def scaling_table(self, metric: str | None = None, by: str = "nprocs", **options) -> pd.DataFrame:
         """A metric per call path pivoted by a metadata key (see :func:`perflake.ensemble.scaling_table`)."""
         from perflake.ensemble import scaling_table
 

@@ -9,7 +9,9 @@ and its children are shown the first time only, as Hatchet does.  Colour (ANSI 2
 when asked, with the legend Hatchet prints; ``highlight_name`` shows in colour only, as in Hatchet.
 Linear in the number of nodes (rows are looked up once, in a dict).
 
-Differences from Hatchet, on purpose: a missing context (None, NaN) prints nothing where Hatchet prints
+Differences from Hatchet, on purpose: the header (``render_header``) is perflake's own line, ``perflake
+<version> · metric: <shown>``, not Hatchet's banner and version (printing them would claim to be Hatchet);
+a missing context (None, NaN) prints nothing where Hatchet prints
 ``None`` (or ``0`` for TAU, whose reader writes 0 for a missing file); ``colormap`` may name any matplotlib
 colour map (Hatchet 2026.2.0 accepts only its default, ``RdYlGn``); ``colormap_annotations`` colours the
 annotation: a list of colours (names or xterm-256 numbers) taken in turn by the sorted distinct values, a
@@ -26,14 +28,15 @@ import numpy as np
 from perflake.errors import RenderError
 from perflake.node_values import location_mask, metric_names
 
-BANNER = (
-    "    __          __       __         __ \n"
-    "   / /_  ____ _/ /______/ /_  ___  / /_\n"
-    "  / __ \\/ __ `/ __/ ___/ __ \\/ _ \\/ __/\n"
-    " / / / / /_/ / /_/ /__/ / / /  __/ /_  \n"
-    "/_/ /_/\\__,_/\\__/\\___/_/ /_/\\___/\\__/  v2026.2.0\n"
-    "\n"
-)
+
+def header(metrics) -> str:
+    """perflake's own header line (not Hatchet's banner: this is not Hatchet), naming the metric(s) shown."""
+    from perflake import __version__
+
+    label = "metric" if len(metrics) == 1 else "metrics"
+    return f"perflake {__version__} \u00b7 {label}: {', '.join(map(str, metrics))}\n\n"
+
+
 RESET = "\033[0m"
 FAINT = "\033[2m"
 HIGHLIGHT = "\033[48;5;246m\033[38;5;232m"
@@ -192,7 +195,7 @@ def render(
     if use_colour and annotations is not None:
         ann_colour = _annotation_colours(annotations, colormap_annotations)
 
-    out = [BANNER] if render_header else []
+    out = [header(metrics)] if render_header else []
 
     def line(node, prefix: str) -> str:
         i = row_of.get(node)

@@ -86,7 +86,7 @@ def pandas_ensemble(lake, keys, metric="time", where="true", ddof=1) -> pd.DataF
 
 def test_group_by_catalog_column_matches_pandas(tau_lake):
     stats = ["count", "mean", "std", "min", "max", "median", "p90"]
-    got = ensemble(tau_lake, group_by="nprocs", stats=stats).set_index(["nprocs", "node_id"])
+    got = ensemble(tau_lake, group_by="nprocs", metric="time", stats=stats).set_index(["nprocs", "node_id"])
     want = pandas_ensemble(tau_lake, ["nprocs"])
     assert got.index.sort_values().equals(want.index.sort_values())
     pd.testing.assert_frame_equal(got.loc[want.index, stats], want, check_dtype=False, rtol=1e-12)
@@ -102,7 +102,7 @@ def test_one_location_runs_skip_the_per_run_mean(tmp_path):
     for _ in range(2):
         runs = lake.catalog().runs().to_pandas()
         single = bool(((runs["ranks"] == 1) & (runs["threads"] == 1)).all())
-        got = ensemble(lake, stats=stats).set_index("node_id")
+        got = ensemble(lake, metric="time", stats=stats).set_index("node_id")
         want = pandas_ensemble(lake, []).droplevel(0)
         assert got.index.sort_values().equals(want.index.sort_values())
         pd.testing.assert_frame_equal(got.loc[want.index, stats], want[stats], check_dtype=False, rtol=1e-12)

@@ -238,7 +238,7 @@ def svg_text(path) -> str:
 def test_svg_and_png_files(study, tmp_path):
     run = run_of(study, "nprocs = 8")
     plots = {"imbalance": plot_imbalance(study.imbalance(run), top=5),
-             "scaling": plot_scaling(study.scaling_table(), top=3, metric="time"),
+             "scaling": plot_scaling(study.scaling_table("time"), top=3, metric="time"),
              "heatmap": plot_heatmap(study, run, top=5)}
     for kind, plot in plots.items():
         svg = plot.save(tmp_path / f"{kind}.SVG")

@@ -41,7 +41,8 @@ def cmd_scaling(args) -> int:
     from perflake.plots import plot_scaling
 
     table = _lake(args).scaling_table(args.metric, args.by, where=args.where, stat=args.stat)
-    return _write(plot_scaling(table, top=args.top, metric=args.metric, logx=args.logx, logy=args.logy,
+    metric = args.metric or table.attrs.get("metric")  # the default: perflake.ensemble.selection_metric
+    return _write(plot_scaling(table, top=args.top, metric=metric, logx=args.logx, logy=args.logy,
                                ideal=args.ideal, title=args.title), args)
 
 
@@ -79,7 +80,7 @@ def register(sub, *, lake_arg, fmt_arg) -> None:
     sp.set_defaults(func=cmd_imbalance)
 
     sp = kinds.add_parser("scaling", help="lines: a metric per call path across a scaling study")
-    sp.add_argument("--metric", default="time")
+    sp.add_argument("--metric", help="default: chosen from the selected runs' metrics, an inclusive time first")
     sp.add_argument("--by", default="nprocs", help="catalog column or meta:KEY (default nprocs)")
     sp.add_argument("--where", help="SQL condition on the runs catalog")
     sp.add_argument("--stat", default="mean", help="statistic across the runs of one scale (default mean)")
