@@ -39,6 +39,8 @@ BOOTSTRAP.update({
 _TOKEN = re.compile(r"\\(.?)|([,=])|([^\\,=]+)", re.S)
 # the usual node line (ids of up to 18 digits: longer ones take the careful path)
 _NODE = re.compile(r"__rec=node,id=(\d{1,18}),attr=(\d{1,18}),data=([^,=\\]*)(?:,parent=(\d{1,18}))?")
+INV_ID = 2**64 - 1  # CALI_INV_ID: node ids are below it
+FRESH = 2**64  # internal ids of re-defined nodes (never a file's id)
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(\d+(?:\.\d*)?|\.\d+)([eE][+-]?\d+)?")  # unambiguous: linear on long digit runs
 
@@ -97,6 +99,7 @@ class CaliFile:
         self.nodes: dict[int, tuple[int, str, int]] = dict(BOOTSTRAP)  # id -> (attribute id, value, parent id)
         self.records: list[tuple] = []  # (line, refs, attrs, values)
         self.globals: list[tuple] = []
+        self.redefined = 0  # node definitions that re-bound an id already defined differently
         self._attrs: dict[int, Attribute] = {}
 
     def error(self, line: int | None, problem: str) -> ReaderError:
@@ -183,7 +186,11 @@ def _one(cf: CaliFile, lineno: int, rec: dict, key: str) -> str:
 
 
 def parse(path: str) -> CaliFile:
-    """Parse ``path``; every node is checked to be defined before it is used."""
+    """Parse ``path``: nodes, records and globals, with node ids bound as Caliper's readers bind them.
+
+    A node id defined again with other content is re-bound (module docstring); a node's attribute may be
+    defined after the node (resolved when a record first uses the node, else at the end).  Any reference to a
+    node that is not defined by then raises ReaderError with the line."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -195,41 +202,26 @@ def parse(path: str) -> CaliFile:
     cf = CaliFile(path)
     if lines[-1]:
         raise cf.error(len(lines), f"truncated: the last line has no newline ({lines[-1][:60]!r})")
-    nodes, records, globs = cf.nodes, cf.records, cf.globals
-    known: dict = {}  # raw ref=/attr= value -> tuple of node ids, all defined
-
-    def ids(lineno: int, key: str, raw) -> tuple[int, ...]:
-        got = known.get(raw)
-        if got is None:
-            try:
-                got = tuple(map(int, _values(raw)))
-            except ValueError:
-                raise cf.error(lineno, f"{key}= holds {shown(raw)}, expected node ids") from None
-            missing = [n for n in got if n not in nodes]
-            if missing:
-                raise cf.error(lineno, f"the record refers to node {shown(missing[0])}, which is not defined before it")
-            known[raw] = got
-        return got
-
-    node_line = _NODE.fullmatch
+    b = _Bindings(cf)
+    node_line, nodes, remap = _NODE.fullmatch, cf.nodes, b.remap
     for lineno, line in enumerate(lines, 1):
         m = node_line(line)
-        if m is not None:
+        if m is not None:  # the usual node line: a first definition whose attribute and parent are defined
             nid, aid, value, parent = m.groups()
             nid, aid, parent = int(nid), int(aid), int(parent) if parent else -1
             if nid not in nodes and aid in nodes and (parent < 0 or parent in nodes):
-                nodes[nid] = (aid, value, parent)
+                nodes[nid] = (aid, value, remap.get(parent, parent) if remap else parent)
                 continue
         if not line:
             continue
         kind, rec = _fields(line)
         if kind == "ctx" or kind == "globals":
-            refs = ids(lineno, "ref", rec["ref"]) if "ref" in rec else ()
-            attrs = ids(lineno, "attr", rec["attr"]) if "attr" in rec else ()
+            refs = b.refs(lineno, rec["ref"]) if "ref" in rec else ()
+            attrs = b.attrs(lineno, rec["attr"]) if "attr" in rec else ()
             values = _values(rec["data"]) if "data" in rec else []
             if len(attrs) != len(values):
                 raise cf.error(lineno, f"{len(attrs)} attr ids but {len(values)} data values")
-            (records if kind == "ctx" else globs).append((lineno, refs, attrs, values))
+            (cf.records if kind == "ctx" else cf.globals).append((lineno, refs, attrs, values))
         elif kind == "node":
             try:
                 nid, aid = int(_one(cf, lineno, rec, "id")), int(_one(cf, lineno, rec, "attr"))
@@ -240,20 +232,115 @@ def parse(path: str) -> CaliFile:
                 raise cf.error(lineno, problem) from None
             if min(nid, aid, parent + 1) < 0:
                 raise cf.error(lineno, f"a node record holds a negative id: {shown(line[:80])}")
-            if aid not in nodes or (parent >= 0 and parent not in nodes):
-                missing = aid if aid not in nodes else parent
-                problem = f"node {shown(nid)} refers to node {shown(missing)}, which is not defined before it"
+            if nid >= INV_ID:
+                raise cf.error(lineno, f"node id {shown(nid)} is out of range (Caliper ids are below 2**64 - 1)")
+            if parent >= 0 and parent not in nodes:
+                problem = f"node {shown(nid)} refers to node {shown(parent)}, which is not defined before it"
                 raise cf.error(lineno, problem)
-            node = (aid, value, parent)
-            if nodes.setdefault(nid, node) != node:  # a redefinition could close a parent cycle
-                raise cf.error(lineno, f"node {nid} is defined twice, differently")
+            b.define(lineno, nid, aid, value, parent)
         elif kind is None:
             raise cf.error(lineno, f"a record must start with __rec=<kind>, found {line[:60]!r}")
         else:
             raise cf.error(lineno, f"unknown record kind __rec={shown(kind)} (expected node, ctx or globals)")
-    if not records and not globs:
+    if not cf.records and not cf.globals:
         raise cf.error(None, "no ctx or globals record: an empty or truncated file")
+    b.finish()
     return cf
+
+
+class _Bindings:
+    """Node ids as the stream binds them while it is read (see the module docstring).
+
+    ``cf.nodes`` is keyed by *internal* ids: a node's first definition keeps its file id, a re-definition
+    gets a fresh id from :data:`FRESH` up and the file id is re-bound to it (``remap``).  A parent is the
+    node bound to the parent id when the child is defined.  A node's attribute id stays the file id until the
+    node is *used* (a record references it or a descendant): then it becomes the node bound to that id at
+    that moment, as caliper-reader resolves it; nodes no record uses are resolved at the end."""
+
+    def __init__(self, cf: CaliFile):
+        self.cf = cf
+        self.remap: dict[int, int] = {}  # file id -> internal id of its current definition (re-defined ids)
+        self.attr_remap: dict[int, int] = {}  # file id -> its latest attribute definition, where re-defined
+        self.used: set[int] = set(BOOTSTRAP)  # internal ids whose attribute id is resolved
+        self.late: dict[int, int] = {}  # internal id -> line, nodes defined before their attribute
+        self.known_refs: dict = {}  # raw ref= value -> internal ids, all used
+        self.known_attrs: dict = {}  # raw attr= value -> internal ids
+        self.fresh = FRESH
+
+    def define(self, lineno: int, nid: int, aid: int, value: str, parent: int) -> None:
+        nodes, remap = self.cf.nodes, self.remap
+        if parent >= 0:
+            parent = remap.get(parent, parent)
+        forward = aid not in nodes
+        cur = remap.get(nid, nid)
+        old = nodes.get(cur)
+        if old is None:
+            internal = nid
+        else:
+            # the same node written again (a 2016 stream writes the bootstrap nodes 0-10 itself): nothing new
+            attr_now = remap.get(aid, aid) if cur in self.used else aid
+            if old == (attr_now, value, parent):
+                return
+            internal, self.fresh = self.fresh, self.fresh + 1
+            remap[nid] = internal
+            self.known_refs.clear()
+            self.known_attrs.clear()
+            self.cf.redefined += 1
+        nodes[internal] = (aid, value, parent)
+        if forward:
+            self.late[internal] = lineno
+        if aid == NAME_ATTR and internal != nid:  # caliper-reader's attributes_by_id follows attribute nodes only
+            self.attr_remap[nid] = internal
+
+    def _ids(self, lineno: int, key: str, raw, remap: dict) -> tuple[int, ...]:
+        try:
+            got = tuple(map(int, _values(raw)))
+        except ValueError:
+            raise self.cf.error(lineno, f"{key}= holds {shown(raw)}, expected node ids") from None
+        nodes = self.cf.nodes
+        missing = [n for n in got if n not in nodes]
+        if missing:
+            raise self.cf.error(lineno, f"the record refers to node {shown(missing[0])}, which is not defined before it")
+        return tuple(remap.get(n, n) for n in got) if remap else got
+
+    def attrs(self, lineno: int, raw) -> tuple[int, ...]:
+        got = self.known_attrs.get(raw)
+        if got is None:
+            got = self.known_attrs[raw] = self._ids(lineno, "attr", raw, self.attr_remap)
+        return got
+
+    def refs(self, lineno: int, raw) -> tuple[int, ...]:
+        got = self.known_refs.get(raw)
+        if got is None:
+            got = self._ids(lineno, "ref", raw, self.remap)
+            for ref in got:
+                self._use(lineno, ref)
+            self.known_refs[raw] = got
+        return got
+
+    def _use(self, lineno: int, nid: int) -> None:
+        """Resolve the attributes of ``nid`` and its ancestors (those not used before)."""
+        nodes, used, remap, late = self.cf.nodes, self.used, self.remap, self.late
+        while nid >= 0 and nid not in used:
+            aid, value, parent = nodes[nid]
+            if nid in late and aid not in nodes:
+                problem = f"the record uses the node of line {late[nid]}, whose attribute node {aid} is not defined before it"
+                raise self.cf.error(lineno, problem)
+            if aid in remap:
+                nodes[nid] = (remap[aid], value, parent)
+            used.add(nid)
+            nid = parent
+
+    def finish(self) -> None:
+        """Resolve the attribute ids of the nodes no record used, with the final bindings."""
+        nodes, used, remap, late = self.cf.nodes, self.used, self.remap, self.late
+        for nid, line in late.items():
+            if nid not in used and nodes[nid][0] not in nodes:
+                raise self.cf.error(line, f"the node's attribute node {shown(nodes[nid][0])} is never defined")
+        if remap:
+            for nid, (aid, value, parent) in nodes.items():
+                if aid in remap and nid not in used:
+                    nodes[nid] = (remap[aid], value, parent)
 
 
 # -- run metadata ------------------------------------------------------------------------------------------

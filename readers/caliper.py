@@ -52,6 +52,7 @@ from perflake.errors import ReaderError
 from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
                                    check_frames, line_number, shown)
 from perflake.readers.cali_format import NAME_ATTR, PROP_ATTR, TYPE_ATTR, CaliFile, globals_of, parse
+from perflake.readers.cali_legacy import is_frame, is_legacy, record_globals
 
 _RENAME = {
     "sum#time.duration": "time",
@@ -137,10 +138,11 @@ class _Builder:
 
     def __init__(self, cf: CaliFile):
         self.cf = cf
+        self.legacy = is_legacy(cf)  # a 2016 stream: the context tree is the call path (cali_legacy)
         self.tree = _Tree()
         self.context: dict[int, tuple[int, dict]] = {-1: (-1, _NO_EXTRAS)}  # node -> (frame, extras)
         self.signatures: dict[tuple, _Signature] = {}
-        self.col_of: dict[int, int] = {}  # metric attr id -> column
+        self.col_of: dict[str, int] = {}  # metric attribute name -> column
         self.metric_attrs: list = []
         self.row_frame: list[int] = []
         self.row_rank: list[int] = []
@@ -159,10 +161,12 @@ class _Builder:
             aid, value, _ = nodes[n]
             if aid not in (NAME_ATTR, TYPE_ATTR, PROP_ATTR):
                 attr = self.cf.attribute(aid)
-                if attr.is_nested or attr.name == "path":
+                if (attr.is_nested or attr.name == "path") and not attr.is_hidden:
                     frame = self.tree.child(frame, attr.name, value)
                 elif attr.name in _EXTRAS:
                     extras = {**extras, attr.name: value}
+                elif self.legacy and is_frame(attr):
+                    frame = self.tree.child(frame, attr.name, value)
             self.context[n] = (frame, extras)
         return frame, extras
 
@@ -213,10 +217,13 @@ class _Builder:
         self.row_rank.append(rank)
 
     def _column(self, aid: int) -> int:
-        col = self.col_of.get(aid)
+        """The column of a metric attribute: one per name (a stream that re-defines an attribute, or several
+        process streams in one file, may define one name under several ids; caliper-reader keys by name)."""
+        attr = self.cf.attribute(aid)
+        col = self.col_of.get(attr.name)
         if col is None:
-            col = self.col_of[aid] = len(self.metric_attrs)
-            self.metric_attrs.append(self.cf.attribute(aid))
+            col = self.col_of[attr.name] = len(self.metric_attrs)
+            self.metric_attrs.append(attr)
         return col
 
     def _leaf(self, frame: int, extras: dict) -> int:
@@ -292,7 +299,9 @@ def _metrics(attrs: list) -> list[Metric]:
                     if role == INCLUSIVE and "inclusive#" in attr.name}
     out = []
     for attr, name, role in zip(attrs, names, roles):
-        unit = attr.meta.get("attribute.unit") or ("nsec" if attr.name.endswith(".ns") else None)
+        # attribute.unit; time.unit in 2016 streams (cali_legacy); *.ns attributes count nanoseconds
+        unit = (attr.meta.get("attribute.unit") or attr.meta.get("time.unit")
+                or ("nsec" if attr.name.endswith(".ns") else None))
         pair = None
         if role == EXCLUSIVE:
             pair = inclusive_of.get(attr.name)
@@ -343,7 +352,7 @@ class Reader:
         }
         for i, m in enumerate(metrics):
             values[m.name] = pa.array(matrix[:, i])
-        metadata = globals_of(cf)
+        metadata = record_globals(cf, _EXTRAS) if b.legacy else globals_of(cf)
         return ProfileRows(
             format=self.kind,
             source=path,
