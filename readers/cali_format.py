@@ -13,8 +13,30 @@ the result into perflake's frames and values.
   node at the top), its property flags (the nearest ancestor of attribute 10) and its metadata such as
   ``attribute.alias``, ``attribute.unit`` or ``adiak.type`` (every other ancestor).
 
-Any violation (unknown record kind, a reference to a node that was not defined before, unequal ``attr``/``data``
-lists, a last line without its newline) raises :class:`perflake.errors.ReaderError` naming the file and line.
+Node ids are bound while the stream is read, as Caliper's own reader (caliper-reader, the ``caliperreader``
+package; its ``MetadataDB.import_node`` replaces the node of an id) binds them:
+
+* a node id defined again with *other* content is re-bound: records and nodes after the new definition mean
+  the new node, records and children before it keep the old one.  Old streams do this: Caliper 1.x (2016)
+  predefined nodes 0-10 only, so its first own node is 11 (newer readers predefine 11 as the ``ptr`` type),
+  and several process streams in one file (``cat``) re-use each other's ids.  The same content written again
+  (2016 streams write nodes 0-10 themselves) changes nothing;
+* a node's parent is the node bound to the parent id when the node is defined; a node's *attribute* is the
+  node bound to the attribute id when a record first uses the node (caliper-reader resolves it lazily), so an
+  attribute may be defined after nodes of it (2016 streams write the ``time.unit=usec`` metadata node before
+  the ``time.unit`` attribute); nodes no record uses are resolved at the end;
+* an ``attr=`` id of a record means the latest *attribute* defined under that id (caliper-reader's
+  ``attributes_by_id``, updated by attribute definitions only).
+
+Caliper's C++ reader (``CaliperMetadataDB::merge_node``) resolves a node's attribute and parent when the node
+is defined and maps file ids to ids of its own; its ``idmap.insert`` keeps the first mapping of a file id, so
+which definition later references see depends on its own numbering.  perflake follows caliper-reader.  The
+binding itself is :class:`perflake.readers.cali_bindings.Bindings`.
+
+Any violation (unknown record kind, a reference to a node that is not defined when it is needed, a parent
+defined after its child, unequal ``attr``/``data`` lists, a last line without its newline) raises
+:class:`perflake.errors.ReaderError` naming the file and line.  (caliper-reader makes a node whose parent is
+not yet defined a root; Caliper's C++ reader drops it: perflake refuses the stream.)
 """
 
 from __future__ import annotations
@@ -25,9 +47,11 @@ from dataclasses import dataclass, field
 
 from perflake.errors import ReaderError
 from perflake.readers.base import shown
+from perflake.readers.cali_bindings import FRESH, INV_ID, NAME_ATTR, Bindings
+from perflake.readers.cali_bindings import values as _values
 
 ASVALUE, HIDDEN, NESTED, GLOBAL = 1, 128, 256, 512
-NAME_ATTR, TYPE_ATTR, PROP_ATTR = 8, 9, 10
+TYPE_ATTR, PROP_ATTR = 9, 10
 _TYPES = ("usr", "int", "uint", "string", "addr", "double", "bool", "type")
 BOOTSTRAP = {i: (TYPE_ATTR, t, -1) for i, t in enumerate(_TYPES)}
 BOOTSTRAP.update({
@@ -39,8 +63,6 @@ BOOTSTRAP.update({
 _TOKEN = re.compile(r"\\(.?)|([,=])|([^\\,=]+)", re.S)
 # the usual node line (ids of up to 18 digits: longer ones take the careful path)
 _NODE = re.compile(r"__rec=node,id=(\d{1,18}),attr=(\d{1,18}),data=([^,=\\]*)(?:,parent=(\d{1,18}))?")
-INV_ID = 2**64 - 1  # CALI_INV_ID: node ids are below it
-FRESH = 2**64  # internal ids of re-defined nodes (never a file's id)
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(\d+(?:\.\d*)?|\.\d+)([eE][+-]?\d+)?")  # unambiguous: linear on long digit runs
 
@@ -100,10 +122,22 @@ class CaliFile:
         self.records: list[tuple] = []  # (line, refs, attrs, values)
         self.globals: list[tuple] = []
         self.redefined = 0  # node definitions that re-bound an id already defined differently
+        self.origin: dict[int, tuple[int, int]] = {}  # internal id of a re-definition -> (file id, line)
         self._attrs: dict[int, Attribute] = {}
 
     def error(self, line: int | None, problem: str) -> ReaderError:
         return ReaderError(self.path, f"line {line}: {problem}" if line else problem)
+
+    def file_id(self, nid: int) -> int:
+        """The id the file gives node ``nid`` (an internal id from :data:`FRESH` up is a re-definition)."""
+        return self.origin[nid][0] if nid >= FRESH else nid
+
+    def describe(self, nid: int) -> str:
+        """``nid`` as the file names it, e.g. ``12`` or ``12 (as re-defined at line 40)``."""
+        if nid >= FRESH:
+            fid, line = self.origin[nid]
+            return f"{fid} (as re-defined at line {line})"
+        return shown(nid)
 
     def attribute(self, aid: int) -> Attribute:
         """The attribute defined by node ``aid`` (type, properties, metadata from its ancestors).
@@ -121,11 +155,11 @@ class CaliFile:
                 continue
             node = self.nodes.get(cur)
             if node is None or node[0] != NAME_ATTR:
-                raise self.error(None, f"node {shown(cur)} is used as an attribute but does not define one")
+                raise self.error(None, f"node {self.describe(cur)} is used as an attribute but does not define one")
             needed = [a for a in self._metadata_attrs(node) if a not in self._attrs]
             if needed:
                 if cur in open_ or open_.intersection(needed):  # impossible after parse(): defined before use
-                    raise self.error(None, f"attribute node {cur} is described by itself (a cycle)")
+                    raise self.error(None, f"attribute node {self.describe(cur)} is described by itself (a cycle)")
                 open_.add(cur)
                 stack += needed
                 continue
@@ -140,7 +174,7 @@ class CaliFile:
                         prop = int(pvalue) if _INT.fullmatch(pvalue) and len(pvalue) < 20 else 0
                 elif pattr != NAME_ATTR:
                     meta.setdefault(self._attrs[pattr].name, pvalue)
-            self._attrs[cur] = Attribute(cur, node[1], typ, prop or 0, meta)
+            self._attrs[cur] = Attribute(self.file_id(cur), node[1], typ, prop or 0, meta)
             stack.pop()
             open_.discard(cur)
         return self._attrs[aid]
@@ -173,10 +207,6 @@ def _fields(line: str) -> tuple[str | None, dict]:
     return kind, rec
 
 
-def _values(raw) -> list[str]:
-    return raw.split("=") if isinstance(raw, str) else list(raw)
-
-
 def _one(cf: CaliFile, lineno: int, rec: dict, key: str) -> str:
     raw = rec[key]
     values = _values(raw)
@@ -202,7 +232,7 @@ def parse(path: str) -> CaliFile:
     cf = CaliFile(path)
     if lines[-1]:
         raise cf.error(len(lines), f"truncated: the last line has no newline ({lines[-1][:60]!r})")
-    b = _Bindings(cf)
+    b = Bindings(cf)
     node_line, nodes, remap = _NODE.fullmatch, cf.nodes, b.remap
     for lineno, line in enumerate(lines, 1):
         m = node_line(line)
@@ -246,101 +276,6 @@ def parse(path: str) -> CaliFile:
         raise cf.error(None, "no ctx or globals record: an empty or truncated file")
     b.finish()
     return cf
-
-
-class _Bindings:
-    """Node ids as the stream binds them while it is read (see the module docstring).
-
-    ``cf.nodes`` is keyed by *internal* ids: a node's first definition keeps its file id, a re-definition
-    gets a fresh id from :data:`FRESH` up and the file id is re-bound to it (``remap``).  A parent is the
-    node bound to the parent id when the child is defined.  A node's attribute id stays the file id until the
-    node is *used* (a record references it or a descendant): then it becomes the node bound to that id at
-    that moment, as caliper-reader resolves it; nodes no record uses are resolved at the end."""
-
-    def __init__(self, cf: CaliFile):
-        self.cf = cf
-        self.remap: dict[int, int] = {}  # file id -> internal id of its current definition (re-defined ids)
-        self.attr_remap: dict[int, int] = {}  # file id -> its latest attribute definition, where re-defined
-        self.used: set[int] = set(BOOTSTRAP)  # internal ids whose attribute id is resolved
-        self.late: dict[int, int] = {}  # internal id -> line, nodes defined before their attribute
-        self.known_refs: dict = {}  # raw ref= value -> internal ids, all used
-        self.known_attrs: dict = {}  # raw attr= value -> internal ids
-        self.fresh = FRESH
-
-    def define(self, lineno: int, nid: int, aid: int, value: str, parent: int) -> None:
-        nodes, remap = self.cf.nodes, self.remap
-        if parent >= 0:
-            parent = remap.get(parent, parent)
-        forward = aid not in nodes
-        cur = remap.get(nid, nid)
-        old = nodes.get(cur)
-        if old is None:
-            internal = nid
-        else:
-            # the same node written again (a 2016 stream writes the bootstrap nodes 0-10 itself): nothing new
-            attr_now = remap.get(aid, aid) if cur in self.used else aid
-            if old == (attr_now, value, parent):
-                return
-            internal, self.fresh = self.fresh, self.fresh + 1
-            remap[nid] = internal
-            self.known_refs.clear()
-            self.known_attrs.clear()
-            self.cf.redefined += 1
-        nodes[internal] = (aid, value, parent)
-        if forward:
-            self.late[internal] = lineno
-        if aid == NAME_ATTR and internal != nid:  # caliper-reader's attributes_by_id follows attribute nodes only
-            self.attr_remap[nid] = internal
-
-    def _ids(self, lineno: int, key: str, raw, remap: dict) -> tuple[int, ...]:
-        try:
-            got = tuple(map(int, _values(raw)))
-        except ValueError:
-            raise self.cf.error(lineno, f"{key}= holds {shown(raw)}, expected node ids") from None
-        nodes = self.cf.nodes
-        missing = [n for n in got if n not in nodes]
-        if missing:
-            raise self.cf.error(lineno, f"the record refers to node {shown(missing[0])}, which is not defined before it")
-        return tuple(remap.get(n, n) for n in got) if remap else got
-
-    def attrs(self, lineno: int, raw) -> tuple[int, ...]:
-        got = self.known_attrs.get(raw)
-        if got is None:
-            got = self.known_attrs[raw] = self._ids(lineno, "attr", raw, self.attr_remap)
-        return got
-
-    def refs(self, lineno: int, raw) -> tuple[int, ...]:
-        got = self.known_refs.get(raw)
-        if got is None:
-            got = self._ids(lineno, "ref", raw, self.remap)
-            for ref in got:
-                self._use(lineno, ref)
-            self.known_refs[raw] = got
-        return got
-
-    def _use(self, lineno: int, nid: int) -> None:
-        """Resolve the attributes of ``nid`` and its ancestors (those not used before)."""
-        nodes, used, remap, late = self.cf.nodes, self.used, self.remap, self.late
-        while nid >= 0 and nid not in used:
-            aid, value, parent = nodes[nid]
-            if nid in late and aid not in nodes:
-                problem = f"the record uses the node of line {late[nid]}, whose attribute node {aid} is not defined before it"
-                raise self.cf.error(lineno, problem)
-            if aid in remap:
-                nodes[nid] = (remap[aid], value, parent)
-            used.add(nid)
-            nid = parent
-
-    def finish(self) -> None:
-        """Resolve the attribute ids of the nodes no record used, with the final bindings."""
-        nodes, used, remap, late = self.cf.nodes, self.used, self.remap, self.late
-        for nid, line in late.items():
-            if nid not in used and nodes[nid][0] not in nodes:
-                raise self.cf.error(line, f"the node's attribute node {shown(nodes[nid][0])} is never defined")
-        if remap:
-            for nid, (aid, value, parent) in nodes.items():
-                if aid in remap and nid not in used:
-                    nodes[nid] = (remap[aid], value, parent)
 
 
 # -- run metadata ------------------------------------------------------------------------------------------
