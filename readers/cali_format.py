@@ -128,6 +128,10 @@ class CaliFile:
     def error(self, line: int | None, problem: str) -> ReaderError:
         return ReaderError(self.path, f"line {line}: {problem}" if line else problem)
 
+    def at_line(self, line: int, exc: ReaderError) -> ReaderError:
+        """``exc`` (found while resolving the record of ``line``) with that line, unless it names one."""
+        return exc if exc.problem.startswith("line ") else self.error(line, exc.problem)
+
     def file_id(self, nid: int) -> int:
         """The id the file gives node ``nid`` (an internal id from :data:`FRESH` up is a re-definition)."""
         return self.origin[nid][0] if nid >= FRESH else nid
@@ -320,13 +324,17 @@ def typed(attr: Attribute, text: str):
 def globals_of(cf: CaliFile) -> dict:
     """Every ``globals`` record expanded (reference chains plus immediate pairs), values typed.
 
-    An attribute found more than once becomes a list of its values, root first (formats.md 4.3)."""
+    An attribute found more than once becomes a list of its values, root first (formats.md 4.3).  A pair
+    (attribute, value) that an earlier ``globals`` record gave already adds nothing: several process streams in
+    one file repeat the same run metadata (Caliper's C++ reader merges equal global entries; caliper-reader
+    keeps the last record only)."""
     out: dict = {}
 
     def add(aid: int, value: str) -> None:
         attr = cf.attribute(aid)
-        if attr.is_hidden:
+        if attr.is_hidden or (attr.name, value) in earlier:
             return
+        pairs.add((attr.name, value))
         v = typed(attr, value)
         if attr.name in out:
             prev = out[attr.name]
@@ -336,15 +344,21 @@ def globals_of(cf: CaliFile) -> dict:
             out[attr.name] = v
 
     multi: set[str] = set()
-    for _line, refs, attrs, values in cf.globals:
-        for ref in refs:
-            chain = []
-            while ref >= 0:
-                aid, value, ref = cf.nodes[ref]
-                if aid not in (NAME_ATTR, TYPE_ATTR, PROP_ATTR):
-                    chain.append((aid, value))
-            for aid, value in reversed(chain):
+    earlier: set[tuple[str, str]] = set()
+    for line, refs, attrs, values in cf.globals:
+        pairs: set[tuple[str, str]] = set()
+        try:
+            for ref in refs:
+                chain = []
+                while ref >= 0:
+                    aid, value, ref = cf.nodes[ref]
+                    if aid not in (NAME_ATTR, TYPE_ATTR, PROP_ATTR):
+                        chain.append((aid, value))
+                for aid, value in reversed(chain):
+                    add(aid, value)
+            for aid, value in zip(attrs, values):
                 add(aid, value)
-        for aid, value in zip(attrs, values):
-            add(aid, value)
+        except ReaderError as exc:
+            raise cf.at_line(line, exc) from None
+        earlier |= pairs
     return out

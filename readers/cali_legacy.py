@@ -29,6 +29,7 @@ it has no ``globals`` record and defines no NESTED attribute, which every newer 
 
 from __future__ import annotations
 
+from perflake.errors import ReaderError
 from perflake.readers.cali_format import NAME_ATTR, NESTED, PROP_ATTR, TYPE_ATTR, Attribute, CaliFile, typed
 
 SKIP_EVENTS, GLOBAL = 64, 512
@@ -78,27 +79,32 @@ def record_globals(cf: CaliFile, skip: frozenset = frozenset()) -> dict:
     ``globals`` are; an attribute seen with several values becomes the list of its distinct values in file
     order.  Attributes named in ``skip`` (those that steer the reader, e.g. ``mpi.rank``) are left out."""
     found: dict[str, tuple[Attribute, list[str]]] = {}
-    seen: set[int] = set()
-    nodes = cf.nodes
-    for _line, refs, _attrs, _values in cf.records:
-        for ref in refs:
-            chain = []
-            while ref >= 0 and ref not in seen:
-                seen.add(ref)
-                chain.append(ref)
-                ref = nodes[ref][2]
-            for nid in reversed(chain):
-                aid, value, _ = nodes[nid]
-                if aid in (NAME_ATTR, TYPE_ATTR, PROP_ATTR):
-                    continue
-                attr = cf.attribute(aid)
-                if attr.name in skip or not is_run_info(attr):
-                    continue
-                values = found.setdefault(attr.name, (attr, []))[1]
-                if value not in values:
-                    values.append(value)
+    seen: set[int] = set()  # nodes already looked at (a chain is walked up to the first of them)
+    for line, refs, _attrs, _values in cf.records:
+        try:
+            for ref in refs:
+                _chain_run_info(cf, ref, skip, seen, found)
+        except ReaderError as exc:
+            raise cf.at_line(line, exc) from None
     out = {}
     for name, (attr, values) in found.items():
         typed_values = [typed(attr, v) for v in values]
         out[name] = typed_values[0] if len(typed_values) == 1 else typed_values
     return out
+
+
+def _chain_run_info(cf: CaliFile, ref: int, skip: frozenset, seen: set, found: dict) -> None:
+    nodes, chain = cf.nodes, []
+    while ref >= 0 and ref not in seen:
+        seen.add(ref)
+        chain.append(ref)
+        ref = nodes[ref][2]
+    for nid in reversed(chain):
+        aid, value, _ = nodes[nid]
+        if aid in (NAME_ATTR, TYPE_ATTR, PROP_ATTR):
+            continue
+        attr = cf.attribute(aid)
+        if attr.name not in skip and is_run_info(attr):
+            values = found.setdefault(attr.name, (attr, []))[1]
+            if value not in values:
+                values.append(value)

@@ -343,9 +343,7 @@ class Reader:
             try:
                 b.add(*record)
             except ReaderError as exc:  # a problem found while resolving the record's nodes: name its line
-                if exc.problem.startswith("line "):
-                    raise
-                raise cf.error(record[0], exc.problem) from None
+                raise cf.at_line(record[0], exc) from None
         if not b.row_frame:
             raise ReaderError(path, f"none of the {len(cf.records)} ctx records lies inside a region")
         metrics = _metrics(b.metric_attrs)
