@@ -103,7 +103,7 @@ class Bindings:
         while nid >= 0 and nid not in used:
             aid, value, parent = nodes[nid]
             if nid in late and aid not in nodes:
-                problem = f"the record uses the node of line {late[nid]}, whose attribute node {shown(aid)} is undefined"
+                problem = f"the record uses the node of line {late[nid]}, whose attribute {shown(aid)} is undefined"
                 raise self.cf.error(lineno, problem)
             if aid in remap:
                 nodes[nid] = (remap[aid], value, parent)

@@ -8,7 +8,11 @@ chain form its call path; each element is a frame whose ``name`` is the value an
 attribute name.  Frames are created in file order, so parents precede children.  GPU activity records get a
 child frame (``kernel``: the ``cupti.kernel.name``; ``memcpy``) as in Hatchet's reader (4.7); a sampler record
 gets a child ``function`` frame named by ``source.function#cali.sampler.pc`` with the file, line and module of
-the sample (Hatchet replaces the last path element by that name instead).
+the sample (Hatchet replaces the last path element by that name instead).  A hidden nested attribute makes no
+frame (caliper-reader leaves hidden attributes out of a record and its ``path``).  A 2016 stream (Caliper 1.x:
+no ``globals`` record, no NESTED attribute; :mod:`perflake.readers.cali_legacy`) has its context tree as the
+call path: the annotation attributes' nodes (``main``, ``iteration``, ...) become frames, where caliper-reader
+gives no ``path`` and Hatchet drops every record.
 
 Records.  As in Hatchet: a record without any nested attribute (time outside all regions) and a record of a
 Spot channel other than ``regionprofile`` (time series) are not profile rows and are skipped.  Rows are per
@@ -18,7 +22,9 @@ of one node and rank are summed by normalisation, as Hatchet sums them.
 Metrics.  Every non-hidden int/uint/double value attribute is a float64 column named as Hatchet names it: its
 ``attribute.alias`` (``Min time/rank``, ``Total time``, ``Node order``, ``BlockSize``...), else
 ``sum#time.duration`` -> ``time`` and ``inclusive#sum#time.duration`` -> ``time (inc)``, else the attribute
-name.  Units come from ``attribute.unit`` (``*.ns`` attributes: ``nsec``); they are not converted (B.21).
+name; one column per attribute name, however many node ids a stream gives it (several process streams in one
+file).  Units come from ``attribute.unit`` (2016: ``time.unit``; ``*.ns`` attributes: ``nsec``); they are not
+converted (B.21).
 Roles (Hatchet calls everything without ``inclusive``/``(inc)`` in its name exclusive):
 
 * inclusive: the name contains ``inclusive`` or ``(inc)``.  ``inclusive#X`` pairs with ``X`` (derived by
@@ -33,7 +39,9 @@ Roles (Hatchet calls everything without ``inclusive``/``(inc)`` in its name excl
 
 Run metadata = the ``globals`` records, typed by Caliper type (int/uint -> int, double -> float), then by Adiak
 type (``set of ...`` and ``[a,b]`` values -> lists; a declared string stays a string, unlike Hatchet which
-turns ``omp_version`` 4.5 into a float); ``launchdate`` is the epoch-seconds int the file holds.
+turns ``omp_version`` 4.5 into a float); ``launchdate`` is the epoch-seconds int the file holds.  A 2016
+stream has no ``globals`` record: its run metadata are the process-scope and GLOBAL attributes its records
+reference (``cali.caliper.version``).
 
 Deviations from Hatchet (formats.md Appendix B): B.17 node order is file order, as Hatchet's in effect;
 B.18 ancestors without records are nodes with NaN values (Hatchet gives them no row); B.19 Spot statistics are

@@ -292,7 +292,7 @@ __rec=ctx,ref=20,attr=15,data=3
 @pytest.mark.parametrize("body,line,problem", [
     # an attribute that is not defined when a record first uses a node of it (caliper-reader: KeyError)
     ("__rec=node,id=20,attr=30,data=a\n__rec=ctx,ref=20,attr=15,data=1\n__rec=node,id=30,attr=8,data=x,parent=3\n",
-     7, "the record uses the node of line 6, whose attribute node 30 is undefined"),
+     7, "the record uses the node of line 6, whose attribute 30 is undefined"),
     # a node of an attribute that is never defined
     ("__rec=node,id=20,attr=13,data=a\n__rec=node,id=21,attr=31,data=q\n__rec=ctx,ref=20,attr=15,data=1\n",
      7, "the node's attribute node 31 is never defined"),
