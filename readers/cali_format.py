@@ -13,8 +13,30 @@ the result into perflake's frames and values.
   node at the top), its property flags (the nearest ancestor of attribute 10) and its metadata such as
   ``attribute.alias``, ``attribute.unit`` or ``adiak.type`` (every other ancestor).
 
-Any violation (unknown record kind, a reference to a node that was not defined before, unequal ``attr``/``data``
-lists, a last line without its newline) raises :class:`perflake.errors.ReaderError` naming the file and line.
+Node ids are bound while the stream is read, as Caliper's own reader (caliper-reader, the ``caliperreader``
+package; its ``MetadataDB.import_node`` replaces the node of an id) binds them:
+
+* a node id defined again with *other* content is re-bound: records and nodes after the new definition mean
+  the new node, records and children before it keep the old one.  Old streams do this: Caliper 1.x (2016)
+  predefined nodes 0-10 only, so its first own node is 11 (newer readers predefine 11 as the ``ptr`` type),
+  and several process streams in one file (``cat``) re-use each other's ids.  The same content written again
+  (2016 streams write nodes 0-10 themselves) changes nothing;
+* a node's parent is the node bound to the parent id when the node is defined; a node's *attribute* is the
+  node bound to the attribute id when a record first uses the node (caliper-reader resolves it lazily), so an
+  attribute may be defined after nodes of it (2016 streams write the ``time.unit=usec`` metadata node before
+  the ``time.unit`` attribute); nodes no record uses are resolved at the end;
+* an ``attr=`` id of a record means the latest *attribute* defined under that id (caliper-reader's
+  ``attributes_by_id``, updated by attribute definitions only).
+
+Caliper's C++ reader (``CaliperMetadataDB::merge_node``) resolves a node's attribute and parent when the node
+is defined and maps file ids to ids of its own; its ``idmap.insert`` keeps the first mapping of a file id, so
+which definition later references see depends on its own numbering.  perflake follows caliper-reader.  The
+binding itself is :class:`perflake.readers.cali_bindings.Bindings`.
+
+Any violation (unknown record kind, a reference to a node that is not defined when it is needed, a parent
+defined after its child, unequal ``attr``/``data`` lists, a last line without its newline) raises
+:class:`perflake.errors.ReaderError` naming the file and line.  (caliper-reader makes a node whose parent is
+not yet defined a root; Caliper's C++ reader drops it: perflake refuses the stream.)
 """
 
 from __future__ import annotations
@@ -25,9 +47,11 @@ from dataclasses import dataclass, field
 
 from perflake.errors import ReaderError
 from perflake.readers.base import shown
+from perflake.readers.cali_bindings import FRESH, INV_ID, NAME_ATTR, Bindings
+from perflake.readers.cali_bindings import values as _values
 
 ASVALUE, HIDDEN, NESTED, GLOBAL = 1, 128, 256, 512
-NAME_ATTR, TYPE_ATTR, PROP_ATTR = 8, 9, 10
+TYPE_ATTR, PROP_ATTR = 9, 10
 _TYPES = ("usr", "int", "uint", "string", "addr", "double", "bool", "type")
 BOOTSTRAP = {i: (TYPE_ATTR, t, -1) for i, t in enumerate(_TYPES)}
 BOOTSTRAP.update({
@@ -97,10 +121,27 @@ class CaliFile:
         self.nodes: dict[int, tuple[int, str, int]] = dict(BOOTSTRAP)  # id -> (attribute id, value, parent id)
         self.records: list[tuple] = []  # (line, refs, attrs, values)
         self.globals: list[tuple] = []
+        self.redefined = 0  # node definitions that re-bound an id already defined differently
+        self.origin: dict[int, tuple[int, int]] = {}  # internal id of a re-definition -> (file id, line)
         self._attrs: dict[int, Attribute] = {}
 
     def error(self, line: int | None, problem: str) -> ReaderError:
         return ReaderError(self.path, f"line {line}: {problem}" if line else problem)
+
+    def at_line(self, line: int, exc: ReaderError) -> ReaderError:
+        """``exc`` (found while resolving the record of ``line``) with that line, unless it names one."""
+        return exc if exc.problem.startswith("line ") else self.error(line, exc.problem)
+
+    def file_id(self, nid: int) -> int:
+        """The id the file gives node ``nid`` (an internal id from :data:`FRESH` up is a re-definition)."""
+        return self.origin[nid][0] if nid >= FRESH else nid
+
+    def describe(self, nid: int) -> str:
+        """``nid`` as the file names it, e.g. ``12`` or ``12 (as re-defined at line 40)``."""
+        if nid >= FRESH:
+            fid, line = self.origin[nid]
+            return f"{fid} (as re-defined at line {line})"
+        return shown(nid)
 
     def attribute(self, aid: int) -> Attribute:
         """The attribute defined by node ``aid`` (type, properties, metadata from its ancestors).
@@ -118,11 +159,11 @@ class CaliFile:
                 continue
             node = self.nodes.get(cur)
             if node is None or node[0] != NAME_ATTR:
-                raise self.error(None, f"node {shown(cur)} is used as an attribute but does not define one")
+                raise self.error(None, f"node {self.describe(cur)} is used as an attribute but does not define one")
             needed = [a for a in self._metadata_attrs(node) if a not in self._attrs]
             if needed:
                 if cur in open_ or open_.intersection(needed):  # impossible after parse(): defined before use
-                    raise self.error(None, f"attribute node {cur} is described by itself (a cycle)")
+                    raise self.error(None, f"attribute node {self.describe(cur)} is described by itself (a cycle)")
                 open_.add(cur)
                 stack += needed
                 continue
@@ -137,7 +178,7 @@ class CaliFile:
                         prop = int(pvalue) if _INT.fullmatch(pvalue) and len(pvalue) < 20 else 0
                 elif pattr != NAME_ATTR:
                     meta.setdefault(self._attrs[pattr].name, pvalue)
-            self._attrs[cur] = Attribute(cur, node[1], typ, prop or 0, meta)
+            self._attrs[cur] = Attribute(self.file_id(cur), node[1], typ, prop or 0, meta)
             stack.pop()
             open_.discard(cur)
         return self._attrs[aid]
@@ -170,10 +211,6 @@ def _fields(line: str) -> tuple[str | None, dict]:
     return kind, rec
 
 
-def _values(raw) -> list[str]:
-    return raw.split("=") if isinstance(raw, str) else list(raw)
-
-
 def _one(cf: CaliFile, lineno: int, rec: dict, key: str) -> str:
     raw = rec[key]
     values = _values(raw)
@@ -183,7 +220,11 @@ def _one(cf: CaliFile, lineno: int, rec: dict, key: str) -> str:
 
 
 def parse(path: str) -> CaliFile:
-    """Parse ``path``; every node is checked to be defined before it is used."""
+    """Parse ``path``: nodes, records and globals, with node ids bound as Caliper's readers bind them.
+
+    A node id defined again with other content is re-bound (module docstring); a node's attribute may be
+    defined after the node (resolved when a record first uses the node, else at the end).  Any reference to a
+    node that is not defined by then raises ReaderError with the line."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -195,41 +236,26 @@ def parse(path: str) -> CaliFile:
     cf = CaliFile(path)
     if lines[-1]:
         raise cf.error(len(lines), f"truncated: the last line has no newline ({lines[-1][:60]!r})")
-    nodes, records, globs = cf.nodes, cf.records, cf.globals
-    known: dict = {}  # raw ref=/attr= value -> tuple of node ids, all defined
-
-    def ids(lineno: int, key: str, raw) -> tuple[int, ...]:
-        got = known.get(raw)
-        if got is None:
-            try:
-                got = tuple(map(int, _values(raw)))
-            except ValueError:
-                raise cf.error(lineno, f"{key}= holds {shown(raw)}, expected node ids") from None
-            missing = [n for n in got if n not in nodes]
-            if missing:
-                raise cf.error(lineno, f"the record refers to node {shown(missing[0])}, which is not defined before it")
-            known[raw] = got
-        return got
-
-    node_line = _NODE.fullmatch
+    b = Bindings(cf)
+    node_line, nodes, remap = _NODE.fullmatch, cf.nodes, b.remap
     for lineno, line in enumerate(lines, 1):
         m = node_line(line)
-        if m is not None:
+        if m is not None:  # the usual node line: a first definition whose attribute and parent are defined
             nid, aid, value, parent = m.groups()
             nid, aid, parent = int(nid), int(aid), int(parent) if parent else -1
             if nid not in nodes and aid in nodes and (parent < 0 or parent in nodes):
-                nodes[nid] = (aid, value, parent)
+                nodes[nid] = (aid, value, remap.get(parent, parent) if remap else parent)
                 continue
         if not line:
             continue
         kind, rec = _fields(line)
         if kind == "ctx" or kind == "globals":
-            refs = ids(lineno, "ref", rec["ref"]) if "ref" in rec else ()
-            attrs = ids(lineno, "attr", rec["attr"]) if "attr" in rec else ()
+            refs = b.refs(lineno, rec["ref"]) if "ref" in rec else ()
+            attrs = b.attrs(lineno, rec["attr"]) if "attr" in rec else ()
             values = _values(rec["data"]) if "data" in rec else []
             if len(attrs) != len(values):
                 raise cf.error(lineno, f"{len(attrs)} attr ids but {len(values)} data values")
-            (records if kind == "ctx" else globs).append((lineno, refs, attrs, values))
+            (cf.records if kind == "ctx" else cf.globals).append((lineno, refs, attrs, values))
         elif kind == "node":
             try:
                 nid, aid = int(_one(cf, lineno, rec, "id")), int(_one(cf, lineno, rec, "attr"))
@@ -240,19 +266,19 @@ def parse(path: str) -> CaliFile:
                 raise cf.error(lineno, problem) from None
             if min(nid, aid, parent + 1) < 0:
                 raise cf.error(lineno, f"a node record holds a negative id: {shown(line[:80])}")
-            if aid not in nodes or (parent >= 0 and parent not in nodes):
-                missing = aid if aid not in nodes else parent
-                problem = f"node {shown(nid)} refers to node {shown(missing)}, which is not defined before it"
+            if nid >= INV_ID:
+                raise cf.error(lineno, f"node id {shown(nid)} is out of range (Caliper ids are below 2**64 - 1)")
+            if parent >= 0 and parent not in nodes:
+                problem = f"node {shown(nid)} refers to node {shown(parent)}, which is not defined before it"
                 raise cf.error(lineno, problem)
-            node = (aid, value, parent)
-            if nodes.setdefault(nid, node) != node:  # a redefinition could close a parent cycle
-                raise cf.error(lineno, f"node {nid} is defined twice, differently")
+            b.define(lineno, nid, aid, value, parent)
         elif kind is None:
             raise cf.error(lineno, f"a record must start with __rec=<kind>, found {line[:60]!r}")
         else:
             raise cf.error(lineno, f"unknown record kind __rec={shown(kind)} (expected node, ctx or globals)")
-    if not records and not globs:
+    if not cf.records and not cf.globals:
         raise cf.error(None, "no ctx or globals record: an empty or truncated file")
+    b.finish()
     return cf
 
 
@@ -298,13 +324,17 @@ def typed(attr: Attribute, text: str):
 def globals_of(cf: CaliFile) -> dict:
     """Every ``globals`` record expanded (reference chains plus immediate pairs), values typed.
 
-    An attribute found more than once becomes a list of its values, root first (formats.md 4.3)."""
+    An attribute found more than once becomes a list of its values, root first (formats.md 4.3).  A pair
+    (attribute, value) that an earlier ``globals`` record gave already adds nothing: several process streams in
+    one file repeat the same run metadata (Caliper's C++ reader merges equal global entries; caliper-reader
+    keeps the last record only)."""
     out: dict = {}
 
     def add(aid: int, value: str) -> None:
         attr = cf.attribute(aid)
-        if attr.is_hidden:
+        if attr.is_hidden or (attr.name, value) in earlier:
             return
+        pairs.add((attr.name, value))
         v = typed(attr, value)
         if attr.name in out:
             prev = out[attr.name]
@@ -314,15 +344,21 @@ def globals_of(cf: CaliFile) -> dict:
             out[attr.name] = v
 
     multi: set[str] = set()
-    for _line, refs, attrs, values in cf.globals:
-        for ref in refs:
-            chain = []
-            while ref >= 0:
-                aid, value, ref = cf.nodes[ref]
-                if aid not in (NAME_ATTR, TYPE_ATTR, PROP_ATTR):
-                    chain.append((aid, value))
-            for aid, value in reversed(chain):
+    earlier: set[tuple[str, str]] = set()
+    for line, refs, attrs, values in cf.globals:
+        pairs: set[tuple[str, str]] = set()
+        try:
+            for ref in refs:
+                chain = []
+                while ref >= 0:
+                    aid, value, ref = cf.nodes[ref]
+                    if aid not in (NAME_ATTR, TYPE_ATTR, PROP_ATTR):
+                        chain.append((aid, value))
+                for aid, value in reversed(chain):
+                    add(aid, value)
+            for aid, value in zip(attrs, values):
                 add(aid, value)
-        for aid, value in zip(attrs, values):
-            add(aid, value)
+        except ReaderError as exc:
+            raise cf.at_line(line, exc) from None
+        earlier |= pairs
     return out

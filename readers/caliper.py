@@ -8,7 +8,11 @@ chain form its call path; each element is a frame whose ``name`` is the value an
 attribute name.  Frames are created in file order, so parents precede children.  GPU activity records get a
 child frame (``kernel``: the ``cupti.kernel.name``; ``memcpy``) as in Hatchet's reader (4.7); a sampler record
 gets a child ``function`` frame named by ``source.function#cali.sampler.pc`` with the file, line and module of
-the sample (Hatchet replaces the last path element by that name instead).
+the sample (Hatchet replaces the last path element by that name instead).  A hidden nested attribute makes no
+frame (caliper-reader leaves hidden attributes out of a record and its ``path``).  A 2016 stream (Caliper 1.x:
+no ``globals`` record, no NESTED attribute; :mod:`perflake.readers.cali_legacy`) has its context tree as the
+call path: the annotation attributes' nodes (``main``, ``iteration``, ...) become frames, where caliper-reader
+gives no ``path`` and Hatchet drops every record.
 
 Records.  As in Hatchet: a record without any nested attribute (time outside all regions) and a record of a
 Spot channel other than ``regionprofile`` (time series) are not profile rows and are skipped.  Rows are per
@@ -18,7 +22,9 @@ of one node and rank are summed by normalisation, as Hatchet sums them.
 Metrics.  Every non-hidden int/uint/double value attribute is a float64 column named as Hatchet names it: its
 ``attribute.alias`` (``Min time/rank``, ``Total time``, ``Node order``, ``BlockSize``...), else
 ``sum#time.duration`` -> ``time`` and ``inclusive#sum#time.duration`` -> ``time (inc)``, else the attribute
-name.  Units come from ``attribute.unit`` (``*.ns`` attributes: ``nsec``); they are not converted (B.21).
+name; one column per attribute name, however many node ids a stream gives it (several process streams in one
+file).  Units come from ``attribute.unit`` (2016: ``time.unit``; ``*.ns`` attributes: ``nsec``); they are not
+converted (B.21).
 Roles (Hatchet calls everything without ``inclusive``/``(inc)`` in its name exclusive):
 
 * inclusive: the name contains ``inclusive`` or ``(inc)``.  ``inclusive#X`` pairs with ``X`` (derived by
@@ -33,7 +39,9 @@ Roles (Hatchet calls everything without ``inclusive``/``(inc)`` in its name excl
 
 Run metadata = the ``globals`` records, typed by Caliper type (int/uint -> int, double -> float), then by Adiak
 type (``set of ...`` and ``[a,b]`` values -> lists; a declared string stays a string, unlike Hatchet which
-turns ``omp_version`` 4.5 into a float); ``launchdate`` is the epoch-seconds int the file holds.
+turns ``omp_version`` 4.5 into a float); ``launchdate`` is the epoch-seconds int the file holds.  A 2016
+stream has no ``globals`` record: its run metadata are the process-scope and GLOBAL attributes its records
+reference (``cali.caliper.version``).
 
 Deviations from Hatchet (formats.md Appendix B): B.17 node order is file order, as Hatchet's in effect;
 B.18 ancestors without records are nodes with NaN values (Hatchet gives them no row); B.19 Spot statistics are
@@ -52,6 +60,7 @@ from perflake.errors import ReaderError
 from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
                                    check_frames, line_number, shown)
 from perflake.readers.cali_format import NAME_ATTR, PROP_ATTR, TYPE_ATTR, CaliFile, globals_of, parse
+from perflake.readers.cali_legacy import is_frame, is_legacy, record_globals
 
 _RENAME = {
     "sum#time.duration": "time",
@@ -137,10 +146,11 @@ class _Builder:
 
     def __init__(self, cf: CaliFile):
         self.cf = cf
+        self.legacy = is_legacy(cf)  # a 2016 stream: the context tree is the call path (cali_legacy)
         self.tree = _Tree()
         self.context: dict[int, tuple[int, dict]] = {-1: (-1, _NO_EXTRAS)}  # node -> (frame, extras)
         self.signatures: dict[tuple, _Signature] = {}
-        self.col_of: dict[int, int] = {}  # metric attr id -> column
+        self.col_of: dict[str, int] = {}  # metric attribute name -> column
         self.metric_attrs: list = []
         self.row_frame: list[int] = []
         self.row_rank: list[int] = []
@@ -159,10 +169,12 @@ class _Builder:
             aid, value, _ = nodes[n]
             if aid not in (NAME_ATTR, TYPE_ATTR, PROP_ATTR):
                 attr = self.cf.attribute(aid)
-                if attr.is_nested or attr.name == "path":
+                if (attr.is_nested or attr.name == "path") and not attr.is_hidden:
                     frame = self.tree.child(frame, attr.name, value)
                 elif attr.name in _EXTRAS:
                     extras = {**extras, attr.name: value}
+                elif self.legacy and is_frame(attr):
+                    frame = self.tree.child(frame, attr.name, value)
             self.context[n] = (frame, extras)
         return frame, extras
 
@@ -213,10 +225,13 @@ class _Builder:
         self.row_rank.append(rank)
 
     def _column(self, aid: int) -> int:
-        col = self.col_of.get(aid)
+        """The column of a metric attribute: one per name (a stream that re-defines an attribute, or several
+        process streams in one file, may define one name under several ids; caliper-reader keys by name)."""
+        attr = self.cf.attribute(aid)
+        col = self.col_of.get(attr.name)
         if col is None:
-            col = self.col_of[aid] = len(self.metric_attrs)
-            self.metric_attrs.append(self.cf.attribute(aid))
+            col = self.col_of[attr.name] = len(self.metric_attrs)
+            self.metric_attrs.append(attr)
         return col
 
     def _leaf(self, frame: int, extras: dict) -> int:
@@ -292,7 +307,9 @@ def _metrics(attrs: list) -> list[Metric]:
                     if role == INCLUSIVE and "inclusive#" in attr.name}
     out = []
     for attr, name, role in zip(attrs, names, roles):
-        unit = attr.meta.get("attribute.unit") or ("nsec" if attr.name.endswith(".ns") else None)
+        # attribute.unit; time.unit in 2016 streams (cali_legacy); *.ns attributes count nanoseconds
+        unit = (attr.meta.get("attribute.unit") or attr.meta.get("time.unit")
+                or ("nsec" if attr.name.endswith(".ns") else None))
         pair = None
         if role == EXCLUSIVE:
             pair = inclusive_of.get(attr.name)
@@ -331,7 +348,10 @@ class Reader:
         cf = parse(path)
         b = _Builder(cf)
         for record in cf.records:
-            b.add(*record)
+            try:
+                b.add(*record)
+            except ReaderError as exc:  # a problem found while resolving the record's nodes: name its line
+                raise cf.at_line(record[0], exc) from None
         if not b.row_frame:
             raise ReaderError(path, f"none of the {len(cf.records)} ctx records lies inside a region")
         metrics = _metrics(b.metric_attrs)
@@ -343,7 +363,7 @@ class Reader:
         }
         for i, m in enumerate(metrics):
             values[m.name] = pa.array(matrix[:, i])
-        metadata = globals_of(cf)
+        metadata = record_globals(cf, _EXTRAS) if b.legacy else globals_of(cf)
         return ProfileRows(
             format=self.kind,
             source=path,
