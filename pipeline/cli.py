@@ -12,6 +12,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from perflake.defaults import per_rank_metric
 from perflake.errors import PerflakeError, UsageError
 
 if TYPE_CHECKING:  # pandas loads when a table is printed: `perflake ingest` starts faster without it
@@ -171,8 +172,10 @@ def _side(text: str):
 
 
 def cmd_imbalance(args) -> int:
-    df = _lake(args).imbalance(args.runs or None, metric=args.metric, top=args.top, absent=args.absent, k=args.k,
-                               where=args.where, scheduler=args.scheduler)
+    lake = _lake(args)
+    metric = per_rank_metric(lake, args.metric, runs=args.runs or None, where=args.where)
+    df = lake.imbalance(args.runs or None, metric=metric, top=args.top, absent=args.absent, k=args.k,
+                        where=args.where, scheduler=args.scheduler)
     df = df.drop(columns=["node_id"])
     if args.format != "json":
         df = _lists_column(df)
@@ -181,7 +184,11 @@ def cmd_imbalance(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    df = _lake(args).compare(_side(args.run_a), _side(args.run_b), metric=args.metric, scheduler=args.scheduler)
+    lake = _lake(args)
+    a, b = _side(args.run_a), _side(args.run_b)
+    metric = per_rank_metric(lake, args.metric, runs=[*([a] if isinstance(a, str) else a),
+                                                     *([b] if isinstance(b, str) else b)])
+    df = lake.compare(a, b, metric=metric, scheduler=args.scheduler)
     _print_frame(_paths_column(df.drop(columns=["node_id"]), args.format), args.format, max_rows=args.top)
     return EXIT_OK
 
@@ -324,7 +331,7 @@ def _parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("imbalance", help="per-rank load imbalance per call path (max/mean over ranks)")
     sp.add_argument("runs", nargs="*", help="run ids (default: all runs, or --where)")
     lake_arg(sp)
-    sp.add_argument("--metric", default="time")
+    sp.add_argument("--metric", help="default: time when the selected runs have it, else chosen from their metrics")
     sp.add_argument("--top", type=int, default=10)
     sp.add_argument("--absent", choices=["exclude", "zero"], default="exclude",
                     help="ranks without the call path: excluded (default) or counted as zero")
@@ -338,7 +345,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("run_a")
     sp.add_argument("run_b")
     lake_arg(sp)
-    sp.add_argument("--metric", default="time")
+    sp.add_argument("--metric", help="default: time when both sides have it, else chosen from their metrics")
     sp.add_argument("--top", type=int, default=15)
     sp.add_argument("--scheduler", help="dask.distributed scheduler address (default: local)")
     fmt_arg(sp)

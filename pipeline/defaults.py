@@ -116,3 +116,22 @@ def selection_default(catalog_metrics: Sequence[Sequence[dict] | None]) -> tuple
     most = max(count.values())
     name = preferred([m for m in seen.values() if count[m.name] == most])
     return name, count.get(name, 0)
+
+
+def per_rank_metric(lake, metric: str | None, *, runs=None, where: str | None = None) -> str:
+    """``metric``, else ``time`` (Hatchet's exclusive time, what imbalance and comparisons have always read) when
+    every selected run has it, else the default of the selected runs (:func:`selection_default`), said on stderr."""
+    if metric:
+        return metric
+    import sys
+
+    from perflake.ensemble import default_metric, select
+
+    sel = select(lake, runs=runs, where=where)
+    catalog = sel.catalog.column("metrics").to_pylist()
+    if catalog and all("time" in {m["name"] for m in run or []} for run in catalog):
+        return "time"
+    metric, have, total = default_metric(lake, where=where, runs=runs)
+    print(f"perflake: metric {metric!r} ({have} of {total} selected runs have it; choose with --metric)",
+          file=sys.stderr)
+    return metric

@@ -176,3 +176,31 @@ def test_cli_ensemble_and_scaling_without_metric(spot_lake, shared_data, capsys)
     assert proc.returncode == 0 and "metric 'time (inc)' (1 of 1" in proc.stderr
     # the TAU root's inclusive time, the mean over its ranks: (51781 + 55329 + 54029 + 52908) / 4
     assert proc.stdout.splitlines()[1].startswith(".TAU application,.TAU application,time (inc),1,53511.75,")
+
+
+def test_imbalance_compare_and_plot_without_metric(spot_lake, shared_data, tmp_path, capsys):
+    """Per-rank commands read ``time`` when every selected run has it (as always), else the selection's default:
+    a Spot-only lake works without --metric and the chosen metric is said on stderr."""
+    root = str(spot_lake.root)
+    ids = sorted(spot_lake.runs()["run_id"])
+    note = "perflake: metric 'Avg time/rank' (5 of 5 selected runs have it; choose with --metric)\n"
+    assert cli.main(["imbalance", "--lake", root, "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert out.err == note and json.loads(out.out)
+    assert cli.main(["compare", ids[0], ",".join(ids[1:]), "--lake", root, "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert "metric 'Avg time/rank' (5 of 5" in out.err
+    rows = json.loads(out.out)
+    raja = next(r for r in rows if r["path"] == "RAJAPerf")
+    want = spot_lake.compare(ids[0], ids[1:], metric="Avg time/rank")
+    assert raja["a"] == pytest.approx(float(want.loc[want["path"].map(len) == 1, "a"].iloc[0]))
+    assert cli.main(["plot", "imbalance", "--lake", root, "-o", str(tmp_path / "i.svg")]) == 0
+    assert capsys.readouterr().err == note and (tmp_path / "i.svg").stat().st_size > 0
+    spot_lake.ingest([shared_data("tau-cpi-mpi")])
+    runs = spot_lake.runs()
+    tau = runs.loc[runs["format"] == "tau", "run_id"].iloc[0]
+    assert cli.main(["imbalance", tau, "--lake", root, "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert out.err == ""  # TAU has time: the old default, silently
+    assert cli.main(["imbalance", tau, "--lake", root, "--metric", "time", "--format", "json"]) == 0
+    assert capsys.readouterr().out == out.out

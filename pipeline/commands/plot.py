@@ -29,10 +29,13 @@ def _check_output(args) -> None:
 
 def cmd_imbalance(args) -> int:
     _check_output(args)
+    from perflake.defaults import per_rank_metric
     from perflake.plots import plot_imbalance
 
-    df = _lake(args).imbalance(args.runs or None, metric=args.metric, absent=args.absent, where=args.where,
-                               scheduler=args.scheduler)
+    lake = _lake(args)
+    metric = per_rank_metric(lake, args.metric, runs=args.runs or None, where=args.where)
+    df = lake.imbalance(args.runs or None, metric=metric, absent=args.absent, where=args.where,
+                        scheduler=args.scheduler)
     return _write(plot_imbalance(df, column=args.by, top=args.top, title=args.title), args)
 
 
@@ -70,7 +73,7 @@ def register(sub, *, lake_arg, fmt_arg) -> None:
 
     sp = kinds.add_parser("imbalance", help="bars: the most imbalanced call paths (max/mean over ranks)")
     sp.add_argument("runs", nargs="*", help="run ids (default: all runs, or --where)")
-    sp.add_argument("--metric", default="time")
+    sp.add_argument("--metric", help="default: time when the selected runs have it, else chosen from their metrics")
     sp.add_argument("--by", default="imbalance", help="column to rank and draw: imbalance, max, mean, std, min")
     sp.add_argument("--absent", choices=["exclude", "zero"], default="exclude",
                     help="ranks without the call path: excluded (default) or counted as zero")
