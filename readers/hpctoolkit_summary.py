@@ -73,14 +73,17 @@ def own_cost(inc: np.ndarray, parent: np.ndarray, rel: float) -> np.ndarray:
     NaN; a difference within ``rel`` x (|own inclusive| + the children's |inclusive|) is 0 (rounding)."""
     inc = np.asarray(inc, dtype=np.float64)
     known = np.where(np.isfinite(inc), inc, 0.0)
-    kids, scale = np.zeros_like(known), np.abs(known)
+    kids, kids_abs = np.zeros_like(known), np.zeros_like(known)
     child = np.flatnonzero(parent >= 0)
-    if child.size:
-        np.add.at(kids, parent[child], known[child])
-        np.add.at(scale, parent[child], np.abs(known[child]))
     with np.errstate(invalid="ignore", over="ignore"):
+        if child.size:  # children grouped by parent, then one segmented sum (np.add.at is slower)
+            child = child[np.argsort(parent[child], kind="stable")]
+            owner = parent[child]
+            start = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+            kids[owner[start]] = np.add.reduceat(known[child], start, axis=0)
+            kids_abs[owner[start]] = np.add.reduceat(np.abs(known[child]), start, axis=0)
         own = inc - kids
-        own[np.abs(own) <= rel * scale] = 0.0
+        own[np.abs(own) <= rel * (np.abs(known) + kids_abs)] = 0.0
     return own
 
 
