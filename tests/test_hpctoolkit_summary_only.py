@@ -272,7 +272,10 @@ def test_generator_summary_values_are_the_intended_sums(tmp_path, nodes, ranks, 
     assert not any(n.endswith(".metric-db") for n in names) and len(names) == 1 + ranks * threads
     assert Reader.sniff(s)
     summary, full = Reader().read(s), Reader().read(f)
-    assert summary.frames.equals(full.frames)  # one tree, two layouts
+    # one tree, two layouts (the libmonitor of <program root> is a 2020 release's in the summary-only one)
+    assert summary.frames.drop_columns(["module"]).equals(full.frames.drop_columns(["module"]))
+    assert summary.frames["module"].to_pylist()[1:] == full.frames["module"].to_pylist()[1:]
+    assert "/2020.08.03/" in summary.frames["module"][0].as_py()
     sv = summary.values.to_pandas().set_index("local_id")
     per_loc = full.values.to_pandas().groupby("local_id")[["time (inc)", "time"]].sum() / 1e6  # usec -> sec
     # the intent: each value is the sum over ranks and threads, printed with %g
