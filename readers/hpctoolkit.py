@@ -78,7 +78,7 @@ def _typed(value):
 
 class Reader:
     kind = "hpctoolkit"
-    version = "1"
+    version = "2"  # 2: summary-only databases; exclusive = (I) minus the children's (I)
 
     @staticmethod
     def sniff(path: str) -> bool:
