@@ -28,8 +28,8 @@ Format reference: ``shared/docs/formats.md`` section 1.  What this reader does:
   (metric-db files, or for a summary-only database its ``.hpctrace`` files).
 
 A directory is this format when its experiment.xml starts like one and it has metric-db files (the first one
-with the metric-db magic), or none and the root element has version 2.x (or older) and is followed by a
-``<SecCallPathProfile>`` (version 4.0 is the 2021-22 "sparse" layout with profile.db, another reader).
+with the metric-db magic), or none and the root element has version 2.x (or older) and is followed by its
+``<Header>`` (version 4.0 is the 2021-22 "sparse" layout with profile.db, another reader's).
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ MAGIC = b"HPCPROF-metricdb__"
 XML_NAME = "experiment.xml"
 _FILE_RE = re.compile(r"-(\d+)-(\d+)-([0-9A-Fa-f]+)-(\d+)-(\d+)\.metric-db$")
 _TRACE_RE = re.compile(r"-(\d+)-(\d+)-([0-9A-Fa-f]+)-(\d+)-(\d+)\.hpctrace$")
-_ROOT_RE = re.compile(rb"<HPCToolkitExperiment\s+version\s*=\s*[\"'](\d+)[.\d]*[\"']\s*>")
-_SECTION_RE = re.compile(rb"<SecCallPathProfile[\s>]")
+_ROOT_RE = re.compile(rb"<HPCToolkitExperiment\s+version\s*=\s*[\"'](\d{1,9})[.\d]*[\"']\s*>")
+_SECTION_RE = re.compile(rb"<(?:Header|SecCallPathProfile)[\s>]")
 _TIME_RE = re.compile(r"^CPUTIME \((?:usec|sec)\) \(([IE])\)$")
 _UNIT_RE = re.compile(r"\(([mun]?sec)\)")
 _SUMMARY_RE = re.compile(r":[A-Za-z]+(?= \([IE]\)$)")  # "CPUTIME (usec):Sum (I)" -> "CPUTIME (usec) (I)"

@@ -57,6 +57,7 @@ import re
 import numpy as np
 
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, OTHER, Metric
+from perflake.readers.hpctoolkit_xml import STATEMENT
 
 SUMMARY_RANK, SUMMARY_THREAD = -1, -1
 PRINTED_REL = 5e-6  # %g: half a unit in the sixth significant digit, relative
@@ -129,8 +130,6 @@ def summary_columns(exp, n_nodes: int) -> tuple[list[Metric], dict[str, np.ndarr
     """The summary profile of ``exp`` (parsed with values=True): its metrics and one float64 column of
     ``n_nodes`` values per metric (NaN where HPCToolkit wrote nothing).  Exclusive columns with an inclusive
     partner hold :func:`own_cost` of the partner; without one, the values written on statements only."""
-    from perflake.readers.hpctoolkit_xml import STATEMENT  # noqa: PLC0415 (no import cycle at module level)
-
     node = np.frombuffer(exp.value_node, dtype=np.int32) if len(exp.value_node) else np.zeros(0, np.int32)
     which = np.frombuffer(exp.value_metric, dtype=np.int32) if len(exp.value_metric) else np.zeros(0, np.int32)
     value = np.frombuffer(exp.value, dtype=np.float64) if len(exp.value) else np.zeros(0)

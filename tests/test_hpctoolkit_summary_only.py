@@ -219,6 +219,17 @@ def test_sniff_summary_only_but_not_others(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "experiment.xml").write_text("<html><body>experiment</body></html>")
     assert not Reader.sniff(tmp_path / "d")
+    huge = summary_db(tmp_path, SUMMARY_XML.replace('version="2.2">', f'version="{"9" * 5000}">'), name="e")
+    assert not Reader.sniff(huge)  # no int() of 5000 digits
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999", "9" * 5000, "-0", "1e-400"])
+def test_absurd_values_read_clean(tmp_path, value):
+    """Damaged numbers: an infinity is no measurement (NaN), never an exception or an infinite exclusive value."""
+    d = summary_db(tmp_path, SUMMARY_XML.replace('<M n="10" v="6.24691"/>', f'<M n="10" v="{value}"/>'))
+    got = by_name(Reader().read(d))
+    assert np.isfinite(got[["time (inc)", "time"]].to_numpy()[~np.isnan(got[["time (inc)", "time"]].to_numpy())]).all()
+    assert got.at["a.c:15", "time"] == 2.12346 and got.at["a.c:13", "time"] == 1.5  # other nodes untouched
 
 
 @pytest.mark.parametrize("damage,problem", [
