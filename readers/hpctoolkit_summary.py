@@ -63,7 +63,8 @@ SUMMARY_RANK, SUMMARY_THREAD = -1, -1
 PRINTED_REL = 5e-6  # %g: half a unit in the sixth significant digit, relative
 BINARY_REL = 1e-12  # float64 sums
 SUM_STATS = (None, "Sum")  # statistics whose exclusive values add up
-_NAME_RE = re.compile(r"^(?P<base>.*?)(?::(?P<stat>[A-Za-z]+))? \((?P<ie>[IE])\)$")
+# hpcprof's summary statistics (``-M sum``, ``-M stats``); any other ``:word`` is part of a metric's name
+_NAME_RE = re.compile(r"^(?P<base>.*?)(?::(?P<stat>Sum|Mean|StdDev|CfVar|Min|Max))? \((?P<ie>[IE])\)$")
 _TIME_RE = re.compile(r"^CPUTIME \((?:usec|sec)\)$")
 _UNIT_RE = re.compile(r"\(([mun]?sec)\)")
 
