@@ -260,6 +260,10 @@ def cmd_generate(args) -> int:
     from perflake.generators import WRITERS
 
     extra = {"threads": args.threads} if args.threads != 1 else {}
+    if getattr(args, "no_metric_db", False):
+        if args.format != "hpctoolkit":
+            raise UsageError("--no-metric-db is for the hpctoolkit format only")
+        extra["metric_db"] = False
     paths = WRITERS[args.format](args.out, nodes=args.nodes, ranks=args.ranks, runs=args.runs, seed=args.seed, **extra)
     print(f"wrote {len(paths)} {args.format} runs ({args.nodes} nodes x {args.ranks} ranks) under {args.out}")
     return EXIT_OK
@@ -401,6 +405,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--threads", type=int, default=1)
     sp.add_argument("--runs", type=int, default=1)
     sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--no-metric-db", action="store_true",
+                    help="hpctoolkit: no *.metric-db files, summary values inline in experiment.xml 2.2 and "
+                         ".hpctrace files (hpcprof of 2020 with metric-db output off)")
     sp.set_defaults(func=cmd_generate)
 
     from perflake.commands import register_all

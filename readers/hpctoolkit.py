@@ -1,4 +1,5 @@
-"""HPCToolkit databases in the old layout: ``experiment.xml`` + one ``*.metric-db`` per rank and thread.
+"""HPCToolkit databases in the old layout: ``experiment.xml`` + one ``*.metric-db`` per rank and thread, or
+``experiment.xml`` alone (metric-db output off: the summary profile, :mod:`perflake.readers.hpctoolkit_summary`).
 
 Format reference: ``shared/docs/formats.md`` section 1.  What this reader does:
 
@@ -14,14 +15,21 @@ Format reference: ``shared/docs/formats.md`` section 1.  What this reader does:
 * one metric per MetricDB column, in ascending ``i``: ``CPUTIME (usec|sec) (E)``/``(I)`` are named ``time`` and
   ``time (inc)`` as Hatchet does, others keep their name; role from ``t`` (or the ``(I)``/``(E)`` suffix), pair
   from ``partner``, unit from the name (``usec``) or else the MetricTable's ``units`` Info;
-* exclusive values are made additive: HPCToolkit's (E) of a procedure frame or loop includes every statement
-  nested in it (formats.md 1.6), so each statement's value is subtracted from *every* enclosing PF/Pr/L up to its
-  procedure frame.  Hatchet subtracts it from the direct parent only, double counting statements in loops
-  (formats.md B.2).  Statement file attribution follows nesting (Hatchet: document order, B.1);
+* exclusive values are made additive: HPCToolkit's (E) is propagated up to the enclosing scope and procedure
+  frame (:mod:`perflake.readers.hpctoolkit_summary` says how, from hpcprof's sources), so the exclusive value of
+  a node is its (I) minus the (I) of its kept children, per rank and thread (an (E) column without an (I)
+  partner: each statement's (E) is subtracted from every enclosing PF/Pr/L up to its procedure frame).  Hatchet
+  subtracts statements from their direct parent only, double counting statements in loops (formats.md B.2).
+  Statement file attribution follows nesting (Hatchet: document order, B.1);
 * the implicit experiment root (node id 1) and call sites (``C``) are not nodes (as in Hatchet); the root's
   inline summary values are kept in the metadata (``hpctoolkit.totals``; Hatchet drops them, B.5);
 * run metadata (formats.md 6.3): ``program``/``executable`` (the Header name), the XML version, Info pairs,
-  ``hostids`` and one ``hpctoolkit.locations`` entry (rank, thread, hostid, pid, generation, file) per file.
+  ``hostids`` and one ``hpctoolkit.locations`` entry (rank, thread, hostid, pid, generation, file) per file
+  (metric-db files, or for a summary-only database its ``.hpctrace`` files).
+
+A directory is this format when its experiment.xml starts like one and it has metric-db files (the first one
+with the metric-db magic), or none and the root element has version 2.x (or older) and is followed by its
+``<Header>`` (version 4.0 is the 2021-22 "sparse" layout with profile.db, another reader's).
 """
 
 from __future__ import annotations
@@ -36,11 +44,15 @@ import pyarrow as pa
 from perflake.errors import ReaderError
 from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
                                    check_frames, shown)
+from perflake.readers.hpctoolkit_summary import BINARY_REL, SUMMARY_RANK, SUMMARY_THREAD, own_cost, summary_columns
 from perflake.readers.hpctoolkit_xml import TYPES, ParsedExperiment, parse_experiment
 
 MAGIC = b"HPCPROF-metricdb__"
 XML_NAME = "experiment.xml"
 _FILE_RE = re.compile(r"-(\d+)-(\d+)-([0-9A-Fa-f]+)-(\d+)-(\d+)\.metric-db$")
+_TRACE_RE = re.compile(r"-(\d+)-(\d+)-([0-9A-Fa-f]+)-(\d+)-(\d+)\.hpctrace$")
+_ROOT_RE = re.compile(rb"<HPCToolkitExperiment\s+version\s*=\s*[\"'](\d{1,9})[.\d]*[\"']\s*>")
+_SECTION_RE = re.compile(rb"<(?:Header|SecCallPathProfile)[\s>]")
 _TIME_RE = re.compile(r"^CPUTIME \((?:usec|sec)\) \(([IE])\)$")
 _UNIT_RE = re.compile(r"\(([mun]?sec)\)")
 _SUMMARY_RE = re.compile(r":[A-Za-z]+(?= \([IE]\)$)")  # "CPUTIME (usec):Sum (I)" -> "CPUTIME (usec) (I)"
@@ -66,7 +78,7 @@ def _typed(value):
 
 class Reader:
     kind = "hpctoolkit"
-    version = "1"
+    version = "2"  # 2: summary-only databases; exclusive = (I) minus the children's (I)
 
     @staticmethod
     def sniff(path: str) -> bool:
@@ -84,7 +96,8 @@ class Reader:
                     return fh.read(len(MAGIC)) == MAGIC
         except OSError:
             return False
-        return False
+        root = _ROOT_RE.search(head)  # no metric-db: a summary-only database (version 2.x, not 4.0's sparse one)
+        return bool(root and int(root.group(1)) < 4 and _SECTION_RE.search(head, root.end()))
 
     @staticmethod
     def files(path: str) -> list[str]:
@@ -97,6 +110,8 @@ class Reader:
         xml = os.path.join(path, XML_NAME)
         if not os.path.isdir(path) or not os.path.isfile(xml):
             raise ReaderError(path, "an HPCToolkit database is a directory with experiment.xml and *.metric-db files")
+        if not _metric_db_files(path):
+            return self._read_summary(path, xml)
         exp = parse_experiment(xml)
         dbs = sorted(exp.metric_dbs, key=lambda d: _int(xml, d, "i"))
         metrics = _metrics(exp, dbs)
@@ -116,10 +131,10 @@ class Reader:
             table = _read_metric_db(loc["path"], header_sz, xml_id.max(initial=0), max(columns) + 1)
             values[k] = table[rows, columns]
             values[k, no_id] = np.nan
-        exclusive = [j for j, m in enumerate(metrics) if m.role == EXCLUSIVE]
         with np.errstate(over="ignore", invalid="ignore"):  # damaged values: inf - inf, 1e308 + 1e308
-            _make_exclusive_additive(values, exp, exclusive)
-        values[np.isinf(values)] = np.nan  # an infinity is no measurement
+            values[np.isinf(values)] = np.nan  # an infinity is no measurement
+            _make_additive(values, exp, dbs, metrics)
+        values[np.isinf(values)] = np.nan
         table = {
             "local_id": pa.array(np.tile(np.arange(n, dtype=np.int32), nf)),
             "rank": pa.array(np.repeat(np.asarray([loc["rank"] for loc in locations], np.int32), n)),
@@ -136,6 +151,47 @@ class Reader:
             metadata=_metadata(exp, locations),
             reader_version=self.version,
         )
+
+
+    def _read_summary(self, path: str, xml: str) -> ProfileRows:
+        """A database without metric-db files: the summary profile inline in experiment.xml, at rank -1."""
+        exp = parse_experiment(xml, values=True, require_metric_dbs=False)
+        n = len(exp.parent)
+        metrics, columns = summary_columns(exp, n)
+        if not metrics:
+            raise ReaderError(xml, "no metric-db files and no summary values (<M>) in experiment.xml: no data")
+        table = {
+            "local_id": pa.array(np.arange(n, dtype=np.int32)),
+            "rank": pa.array(np.full(n, SUMMARY_RANK, np.int32)),
+            "thread": pa.array(np.full(n, SUMMARY_THREAD, np.int32)),
+            **{m.name: pa.array(columns[m.name]) for m in metrics},
+        }
+        meta = _metadata(exp, _trace_locations(path))
+        meta["hpctoolkit.summary_only"] = True
+        meta["hpctoolkit.summary_location"] = {"rank": SUMMARY_RANK, "thread": SUMMARY_THREAD}
+        if exp.metric_dbs:  # listed in experiment.xml, but the files are not there
+            meta["hpctoolkit.metric_db_missing"] = [d.get("n") for d in exp.metric_dbs]
+        if exp.values_unknown_metric:
+            meta["hpctoolkit.values_of_unknown_metrics"] = exp.values_unknown_metric
+        if exp.trace_dbs:
+            meta["hpctoolkit.trace_db"] = {k: _typed(v) for k, v in exp.trace_dbs[0].items()}
+        return ProfileRows(format=self.kind, source=path, frames=check_frames(path, _frames(exp)),
+                           values=pa.table(table), metrics=metrics, metadata=meta, reader_version=self.version)
+
+
+def _trace_locations(path: str) -> list[dict]:
+    """The measured ranks and threads of a summary-only database, from its ``.hpctrace`` file names."""
+    try:
+        names = sorted(e for e in os.listdir(path) if e.endswith(".hpctrace"))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        m = _TRACE_RE.search(name)
+        if m and max(int(m.group(1)), int(m.group(2))) <= INT32_MAX:
+            out.append({"rank": int(m.group(1)), "thread": int(m.group(2)), "hostid": m.group(3),
+                        "pid": int(m.group(4)), "generation": int(m.group(5)), "path": os.path.join(path, name)})
+    return sorted(out, key=lambda loc: (loc["rank"], loc["thread"]))
 
 
 def _int(xml: str, attrs: dict, key: str, default: int | None = None) -> int:
@@ -220,6 +276,24 @@ def _read_metric_db(path: str, header_sz: int, max_id: int, n_columns: int) -> n
 def _ints(a) -> np.ndarray:
     """An ``array.array`` as a numpy view (no copy)."""
     return np.frombuffer(a, dtype=a.typecode) if len(a) else np.zeros(0, dtype=a.typecode)
+
+
+def _make_additive(values: np.ndarray, exp: ParsedExperiment, dbs: list[dict], metrics: list[Metric]) -> None:
+    """Exclusive columns (in place): the partner's (I) minus the children's (I) per location (module docstring);
+    an exclusive column without an inclusive partner column falls back to subtracting nested statements."""
+    column = {d.get("i"): j for j, d in enumerate(dbs)}
+    parent = _ints(exp.parent).astype(np.int64)
+    fallback = []
+    for j, (d, m) in enumerate(zip(dbs, metrics)):
+        if m.role != EXCLUSIVE:
+            continue
+        k = column.get(d.get("partner"))
+        if k is None or metrics[k].role != INCLUSIVE:
+            fallback.append(j)
+            continue
+        inc = np.ascontiguousarray(values[:, :, k].T)  # [node, location]
+        values[:, :, j] = own_cost(inc, parent, BINARY_REL).T
+    _make_exclusive_additive(values, exp, fallback)
 
 
 def _make_exclusive_additive(values: np.ndarray, exp: ParsedExperiment, columns: list[int]) -> None:

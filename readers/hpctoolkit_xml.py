@@ -25,6 +25,12 @@ For every statement the parser records its innermost enclosing PF/Pr/L scope (``
 scope the next enclosing one up to its procedure frame (``scope_parent``): the chains of scopes the reader needs
 to make HPCToolkit's nested exclusive values additive, in memory linear in the tree (a list of every enclosing
 scope per statement would grow with the square of the nesting depth).
+
+With ``values=True`` the inline summary values are kept too: every ``<M n= v=>`` child of a PF/Pr/L/S that is a
+node becomes one (node, metric, value) triple (``value_node``/``value_metric``/``value``, metric by its position
+in ``value_ids``); values on call sites, skipped ``Pr`` and unknown elements are not kept (a call site's value
+is its callee's: the parent's own cost comes out of the inclusive values, see hpctoolkit_summary).  A database
+written with metric-db output off has no ``<MetricDB>``: ``require_metric_dbs=False`` accepts it.
 """
 
 from __future__ import annotations
@@ -60,6 +66,8 @@ class ParsedExperiment:
     metric_table: dict = field(default_factory=dict)  # MetricTable id -> name
     metric_units: dict = field(default_factory=dict)  # MetricTable name -> Info NV "units"
     totals: dict = field(default_factory=dict)  # MetricTable id -> summary value of the implicit root
+    metric_attrs: dict = field(default_factory=dict)  # MetricTable id -> every attribute of its <Metric>
+    trace_dbs: list[dict] = field(default_factory=list)  # TraceDB attributes
     parent: array = field(default_factory=lambda: array("i"))
     name: list[str] = field(default_factory=list)
     type: array = field(default_factory=lambda: array("b"))  # index into TYPES
@@ -72,6 +80,12 @@ class ParsedExperiment:
     stmt_owner: array = field(default_factory=lambda: array("i"))  # their innermost PF/Pr/L, -1 for none
     scope_node: array = field(default_factory=lambda: array("i"))  # PF/Pr/L nodes
     scope_parent: array = field(default_factory=lambda: array("i"))  # the next enclosing one up to the PF, or -1
+    # inline summary values (parse_experiment(values=True) only): one entry per <M> of a node
+    value_node: array = field(default_factory=lambda: array("i"))
+    value_metric: array = field(default_factory=lambda: array("i"))  # index into value_ids
+    value: array = field(default_factory=lambda: array("d"))
+    value_ids: list[str] = field(default_factory=list)  # MetricTable ids (the M's n), in order of appearance
+    values_unknown_metric: int = 0  # <M> of a node whose n is not in the MetricTable (not kept)
 
 
 def _lines(value: str | None) -> tuple[int, int]:
@@ -92,10 +106,12 @@ def _prefix_line(value: str | None) -> str | None:
 
 class _Handler:
     """expat callbacks; ``ctx`` stack entries are (parent node, scope file, innermost scope of the chain or -1,
-    call-site line)."""
+    call-site line, the element's own node or -1)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, values: bool = False):
         self.path = path
+        self.values = values
+        self.value_index: dict[str, int] = {}
         self.out = ParsedExperiment()
         self.tables: dict[str, dict[str, str]] = {"LoadModule": {}, "File": {}, "Procedure": {}}
         self.tags: list[str] = []
@@ -130,10 +146,13 @@ class _Handler:
         elif tag == "Metric" and tags and tags[-1] == "MetricTable":
             self.metric_name = attrs.get("n")
             self.out.metric_table[attrs.get("i")] = self.metric_name
+            self.out.metric_attrs[attrs.get("i")] = dict(attrs)
+        elif tag == "TraceDB":
+            self.out.trace_dbs.append(dict(attrs))
         elif tag == "NV":
             self._nv(attrs)
         elif tag == "SecCallPathProfileData":  # the tree: expat calls _cct/_end_cct directly until its end tag
-            self.ctx.append((-1, None, -1, None))
+            self.ctx.append((-1, None, -1, None, -1))
             self.parser.StartElementHandler, self.parser.EndElementHandler = self._cct, self._end_cct
         elif tag == "Header":
             self.out.program = attrs.get("n")
@@ -202,45 +221,69 @@ class _Handler:
         self.out.scope_node.append(nid)
         self.out.scope_parent.append(up)
 
+    def _value(self, node: int, attrs: dict) -> None:
+        """Keep the summary value of an ``<M>`` child of ``node``."""
+        metric, text = attrs.get("n", ""), attrs.get("v")
+        if metric not in self.out.metric_table:
+            self.out.values_unknown_metric += 1
+            return
+        try:
+            value = float(text)
+        except (TypeError, ValueError):
+            raise ReaderError(self.path, f"<M n={shown(metric)} v={shown(text)}>: the value is not a number") from None
+        k = self.value_index.get(metric)
+        if k is None:
+            k = self.value_index[metric] = len(self.out.value_ids)
+            self.out.value_ids.append(metric)
+        self.out.value_node.append(node)
+        self.out.value_metric.append(k)
+        self.out.value.append(value)
+
     def _cct(self, tag: str, attrs: dict):
-        parent, sfile, owner, cline = ctx = self.ctx[-1]
+        parent, sfile, owner, cline, me = ctx = self.ctx[-1]
         if tag == "M":
             if len(self.ctx) == 1:  # summary values of the implicit root (node id 1)
                 self.out.totals[attrs.get("n", "")] = attrs.get("v")
+            elif self.values and me >= 0:
+                self._value(me, attrs)
             self.ctx.append(ctx)
         elif tag == "S":
             nid = self._node(tag, parent, f"{self._basename(sfile)}:{attrs.get('l', '0')}", STATEMENT, sfile,
                              _lines(attrs.get("l")), None, attrs)
             self.out.stmt_node.append(nid)
             self.out.stmt_owner.append(owner)
-            self.ctx.append((nid, sfile, owner, None))
+            self.ctx.append((nid, sfile, owner, None, nid))
         elif tag == "C":
-            self.ctx.append((parent, sfile, -1, _prefix_line(attrs.get("l"))))
+            self.ctx.append((parent, sfile, -1, _prefix_line(attrs.get("l")), -1))
         elif tag in ("PF", "Pr"):
             name = self._lookup("Procedure", attrs.get("n")) or ""
             file = self._lookup("File", attrs.get("f"))
             if tag == "Pr" and not name:
-                self.ctx.append((parent, file or sfile, owner, None))
+                self.ctx.append((parent, file or sfile, owner, None, -1))
                 return
             if tag == "PF" and cline is not None:
                 name = f"{cline}:{name}"
             nid = self._node(tag, parent, name, FUNCTION, file, _lines(attrs.get("l")),
                              self._lookup("LoadModule", attrs.get("lm")), attrs)
             self._scope(nid, -1 if tag == "PF" else owner)  # a procedure frame starts a chain
-            self.ctx.append((nid, file, nid, None))
+            self.ctx.append((nid, file, nid, None, nid))
         elif tag == "L":
             file = self._lookup("File", attrs.get("f")) or sfile
             nid = self._node(tag, parent, f"Loop@{self._basename(file)}:{attrs.get('l', '0')}", LOOP, file,
                              _lines(attrs.get("l")), None, attrs)
             self._scope(nid, owner)
-            self.ctx.append((nid, file, nid, None))
+            self.ctx.append((nid, file, nid, None, nid))
         else:  # A and anything unknown: transparent
-            self.ctx.append(ctx)
+            self.ctx.append((parent, sfile, owner, cline, -1))
 
 
-def parse_experiment(path: str) -> ParsedExperiment:
-    """Stream-parse ``path`` (experiment.xml); raise ReaderError naming it on malformed or hostile input."""
-    h = _Handler(path)
+def parse_experiment(path: str, *, values: bool = False, require_metric_dbs: bool = True) -> ParsedExperiment:
+    """Stream-parse ``path`` (experiment.xml); raise ReaderError naming it on malformed or hostile input.
+
+    ``values``: also keep the inline ``<M>`` summary values of every node (see the module docstring).
+    ``require_metric_dbs``: refuse a file without ``<MetricDB>`` entries (a database whose values are all in
+    metric-db files); False for a database written with metric-db output off."""
+    h = _Handler(path, values)
     p = h.parser = expat.ParserCreate()
     p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     p.StartDoctypeDeclHandler = h.doctype
@@ -263,6 +306,6 @@ def parse_experiment(path: str) -> ParsedExperiment:
         h.parser = None  # the parser's handlers are h's methods: no cycle left behind
     if not h.seen_root:
         raise ReaderError(path, "no <HPCToolkitExperiment> element")
-    if not h.out.metric_dbs:
+    if require_metric_dbs and not h.out.metric_dbs:
         raise ReaderError(path, "no <MetricDB> entries: not a database written by hpcprof")
     return h.out
