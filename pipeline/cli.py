@@ -231,8 +231,16 @@ def cmd_generate(args) -> int:
     from perflake.generators import WRITERS
 
     extra = {"threads": args.threads} if args.threads != 1 else {}
-    paths = WRITERS[args.format](args.out, nodes=args.nodes, ranks=args.ranks, runs=args.runs, seed=args.seed, **extra)
-    print(f"wrote {len(paths)} {args.format} runs ({args.nodes} nodes x {args.ranks} ranks) under {args.out}")
+    writer, kind = WRITERS[args.format], args.format
+    if args.v4 or args.layout or args.copied_sources:  # HPCToolkit v4 (meta.db + profile.db + cct.db)
+        if args.format != "hpctoolkit" or not args.v4:
+            raise UsageError("--layout and --copied-sources need `generate hpctoolkit --v4`; --v4 is for hpctoolkit")
+        from perflake.generators.hpctoolkit_v4 import write_hpctoolkit_v4_runs as writer
+
+        extra.update(layout=args.layout or "4.0", copied_sources=args.copied_sources)
+        kind = f"hpctoolkit v4 ({args.layout or '4.0'} layout)"
+    paths = writer(args.out, nodes=args.nodes, ranks=args.ranks, runs=args.runs, seed=args.seed, **extra)
+    print(f"wrote {len(paths)} {kind} runs ({args.nodes} nodes x {args.ranks} ranks) under {args.out}")
     return EXIT_OK
 
 
@@ -369,6 +377,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--threads", type=int, default=1)
     sp.add_argument("--runs", type=int, default=1)
     sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--v4", action="store_true", help="hpctoolkit: a v4 database (meta.db, profile.db, cct.db)")
+    sp.add_argument("--layout", choices=["4.0", "2022-pre"], help="with --v4: the 2022 pre-release layout")
+    sp.add_argument("--copied-sources", choices=["src", "outdir"], help="with --v4: sources copied into the database")
     sp.set_defaults(func=cmd_generate)
 
     from perflake.commands import register_all

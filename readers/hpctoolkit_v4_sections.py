@@ -5,6 +5,25 @@ version 4).  Every structure array is strided by the size the file records (``sz
 never by a hard-coded size, and every pointer is checked against the file size, so a truncated or damaged
 file raises :class:`perflake.errors.ReaderError` naming the file, the structure and the offset.
 
+**Layout variants.**  Databases written by an hpcprof pre-release of 2022 also say ``HPCTOOLKITmeta`` /
+``HPCTOOLKITprof`` 4.0 but use an earlier layout (HPCToolkit's ``src/lib/prof-lean/formats/{metadb,profiledb}.[ch]``
+of 2022, before the entry points and propagation scopes of the released 4.0).  They are recognised by their
+recorded structure sizes -- metrics header ``szMetric`` 24, ``szScope`` 24 (byte 0x0d, ``szScopeInst`` in 4.0),
+``szSummary`` 16 (4.0: 32/16/24); profile infos of 40 bytes (4.0: 48) -- and read as such:
+
+* metric ``{pName, u16 nScopes @0x08, pScopes @0x10}``; scope ``{char* pScope (its name), u16 nSummaries @0x08,
+  u16 propMetricId @0x0a, pSummaries @0x10}``, whose meaning comes from its name (``point``, ``function``,
+  ``execution``: the scope types 1/3/2 of 4.0); summary ``{pFormula, u8 combine @0x08, u16 statMetricId @0x0a}``;
+* context tree header ``{szRoots, pRoots}``: the roots are ordinary contexts; contexts are ``0x18 + 8*nFlexWords``
+  bytes (flags @0x14, flex words @0x18, no ``propagation`` field).  A root the released hpcprof turns into an entry
+  point becomes one here too, as it does (``MetaDB::notifyContext``): a function context of the placeholder
+  ``<program root>`` -> ``main thread``, ``<thread root>`` -> ``application thread``, and a root without a function
+  (an unknown scope) -> ``unknown entry``; any other root stays a context;
+* profile info ``{value block, pIdTuple}`` without ``flags``: the first profile is the summary (as in 4.0).
+
+Any other structure smaller than its 4.0 size is a ReaderError naming the file (the format never removes fields).
+The version reported for such a file is ``4.0 (2022 pre-release layout)``.
+
 This module only decodes; :mod:`perflake.readers.hpctoolkit_v4` turns the result into ProfileRows.
 """
 
@@ -25,6 +44,11 @@ LEXICAL = {0: "function", 1: "loop", 2: "line", 3: "instruction"}
 HAS_FUNCTION, HAS_SRCLOC, HAS_POINT = 1, 2, 4
 _VALUE = np.dtype([("metric", "<u2"), ("value", "<f8")])  # packed: 10 bytes
 _CTX_INDEX = np.dtype([("ctx", "<u4"), ("start", "<u8")])  # packed: 12 bytes
+PRE_2022 = "2022 pre-release layout"
+_PRE_METRIC_SIZES = (24, 24, 16)  # szMetric, szScope, szSummary of the 2022 pre-release layout
+_PRE_PROFILE_SIZE = 40  # its profile info: value block + pIdTuple, no flags
+_PRE_SCOPE_TYPES = {"point": 1, "execution": 2, "function": 3}  # 4.0 scope types by pre-release scope name
+_PRE_ROOT_ENTRIES = {"<program root>": (1, "main thread"), "<thread root>": (2, "application thread")}
 
 
 def format_id(path: str) -> bytes | None:
@@ -142,15 +166,19 @@ class Meta:
     functions: dict[int, tuple]  # pointer -> (name, module pointer, offset, file pointer, line)
     contexts: Contexts
     version: str
+    file_flags: dict[int, int] = field(default_factory=dict)  # source file pointer -> flags (bit 0: copied)
 
 
 def _strings(b: Blob, ptrs, what: str) -> list[str | None]:
     return [b.cstr(p, what) for p in ptrs]
 
 
-def _metrics(b: Blob) -> list[dict]:
+def _metrics(b: Blob) -> tuple[list[dict], bool]:
+    """The metric descriptions and whether the section has the 2022 pre-release layout."""
     _, sec = b.section(2, "performance metrics")
     p_metrics, n_metrics, sz_metric, sz_inst, sz_summary = b.unpack("<QIBBB", sec, "metrics section header")
+    if (sz_metric, sz_inst, sz_summary) == _PRE_METRIC_SIZES:
+        return _metrics_pre_2022(b, p_metrics, n_metrics, sz_metric, sz_inst, sz_summary), True
     p_scopes, n_scopes, sz_scope = b.unpack("<QHB", sec + 0x10, "metrics section header")
     scopes = {}
     for i, (p_name, typ, index) in enumerate(b.records("<QBB", p_scopes, n_scopes, sz_scope, "propagation scopes")):
@@ -171,6 +199,24 @@ def _metrics(b: Blob) -> list[dict]:
             for ps, pf, comb, sid in b.records("<QQBxH", p_sums, n_sums, sz_summary, "summary statistics")
         ]
         out.append({"name": b.cstr(p_name, "metric name"), "scopes": insts, "summaries": sums})
+    return out, False
+
+
+def _metrics_pre_2022(b: Blob, p_metrics: int, n_metrics: int, sz_metric: int, sz_scope: int,
+                      sz_summary: int) -> list[dict]:
+    """Metric descriptions of the 2022 pre-release layout, in the 4.0 shape (a scope's type from its name; its
+    propagation index is not recorded: None)."""
+    out = []
+    for p_name, n_scopes, p_scopes in b.records("<QH6xQ", p_metrics, n_metrics, sz_metric, "metric descriptions"):
+        insts, sums = [], []
+        for p_scope, n_sums, prop_id, p_sums in b.records("<QHH4xQ", p_scopes, n_scopes, sz_scope,
+                                                          "propagation scopes"):
+            name = b.cstr(p_scope, "scope name")
+            scope = {"scope": name, "type": _PRE_SCOPE_TYPES.get(name, 0), "index": None}
+            insts.append({**scope, "prop_id": prop_id})
+            sums += [{**scope, "formula": b.cstr(pf, "summary formula"), "combine": comb, "stat_id": sid}
+                     for pf, comb, sid in b.records("<QBxH", p_sums, n_sums, sz_summary, "summary statistics")]
+        out.append({"name": b.cstr(p_name, "metric name"), "scopes": insts, "summaries": sums})
     return out
 
 
@@ -180,9 +226,8 @@ def _table(b: Blob, index: int, what: str, fmt: str) -> tuple[int, int, list[tup
     return ptr, stride, b.records(fmt, ptr, count, stride, what)
 
 
-def _context_tree(b: Blob) -> Contexts:
+def _context_tree(b: Blob, pre_2022: bool = False, functions: dict | None = None) -> Contexts:
     size, sec = b.section(3, "context tree")
-    p_entries, n_entries, sz_entry = b.unpack("<QHB", sec, "context tree section header")
     out = Contexts()
     limit = sec + size
 
@@ -192,11 +237,18 @@ def _context_tree(b: Blob) -> Contexts:
                 b.path, f"damaged: children of {whose} at offset {ptr} ({nbytes} bytes) are outside the tree section"
             )
 
-    stack = []
-    entries = b.records("<QQIH2xQ", p_entries, n_entries, sz_entry, "entry points")
-    for sz, ptr, ctx_id, kind, p_name in reversed(entries):
-        stack.append((sz, ptr, ctx_id, kind, p_name))
-    max_items = size // 32 + n_entries
+    stack = []  # (array start, array end, parent index)
+    if pre_2022:  # {szRoots, pRoots}: the roots are ordinary contexts, 0x18 bytes + flex words, no propagation
+        sz_roots, p_roots = b.unpack("<QQ", sec, "context tree section header")
+        check_array(p_roots, sz_roots, "the global context")
+        stack.append((p_roots, p_roots + sz_roots, -1))
+        head, n_roots = 24, 0
+    else:
+        p_entries, n_entries, sz_entry = b.unpack("<QHB", sec, "context tree section header")
+        entries = b.records("<QQIH2xQ", p_entries, n_entries, sz_entry, "entry points")
+        stack += reversed(entries)  # 5-tuples: each entry point is recorded when its turn comes (tree order)
+        head, n_roots = 32, n_entries
+    max_items = size // head + n_roots
     data = b.data
     while stack:
         item = stack.pop()
@@ -209,13 +261,13 @@ def _context_tree(b: Blob) -> Contexts:
         ptr, end, parent = item
         if ptr >= end:
             continue
-        if end - ptr < 32:
+        if end - ptr < head:
             raise ReaderError(b.path, f"damaged: context array ends inside a context at offset {ptr}")
-        sz, p_children, ctx_id, flags, relation, lexical, n_flex, _prop = struct.unpack_from("<QQIBBBBH", data, ptr)
-        step = 32 + 8 * n_flex
+        sz, p_children, ctx_id, flags, relation, lexical, n_flex = struct.unpack_from("<QQIBBBB", data, ptr)
+        step = head + 8 * n_flex
         if ptr + step > end:
             raise ReaderError(b.path, f"damaged: context {ctx_id} at offset {ptr} ({step} bytes) runs past its array")
-        words = struct.unpack_from(f"<{n_flex}Q", data, ptr + 32)
+        words = struct.unpack_from(f"<{n_flex}Q", data, ptr + head)
         w = 0
         fields = {}
         try:
@@ -231,14 +283,28 @@ def _context_tree(b: Blob) -> Contexts:
                 w += 2
         except IndexError:
             raise ReaderError(b.path, f"damaged: context {ctx_id} has flags {flags} but {n_flex} flex words") from None
-        kind = LEXICAL.get(lexical, f"lexical type {lexical}")
-        me = out.add(ctx_id, parent, kind, relation, **fields)
+        entry = _pre_2022_entry(lexical, fields, functions or {}) if parent < 0 else None
+        if entry:  # a pre-release root that hpcprof 4.0 writes as an entry point
+            me = out.add(ctx_id, -1, "entry", -1, entry_kind=entry[0], name=entry[1])
+        else:
+            kind = LEXICAL.get(lexical, f"lexical type {lexical}")
+            me = out.add(ctx_id, parent, kind, relation, **fields)
         if len(out.ctx_id) > max_items:
             raise ReaderError(b.path, "damaged: the context tree has more contexts than its section holds (a cycle?)")
         stack.append((ptr + step, end, parent))
         check_array(p_children, sz, f"context {ctx_id}")
         stack.append((p_children, p_children + sz, me))
     return out
+
+
+def _pre_2022_entry(lexical: int, fields: dict, functions: dict) -> tuple[int, str] | None:
+    """(entryPoint, pretty name) of a pre-release root context that the released hpcprof writes as an entry point."""
+    if lexical != 0 or "file" in fields or "module" in fields:
+        return None
+    if "function" not in fields:  # an unknown scope
+        return 0, "unknown entry"
+    fn = functions.get(fields["function"])
+    return _PRE_ROOT_ENTRIES.get(fn[0]) if fn and not (fn[1] or fn[3]) else None
 
 
 def read_meta(path: str) -> Meta:
@@ -252,21 +318,24 @@ def read_meta(path: str) -> Meta:
     modules = {p_mod + i * sz_mod: b.cstr(p, "module path") for i, (_, p) in enumerate(mods)}
     p_file, sz_file, fils = _table(b, 6, "source files", "<I4xQ")
     files = {p_file + i * sz_file: b.cstr(p, "file path") for i, (_, p) in enumerate(fils)}
+    file_flags = {p_file + i * sz_file: flags for i, (flags, _) in enumerate(fils)}
     p_fn, sz_fn, fns = _table(b, 7, "functions", "<QQQQI")
     functions = {
         p_fn + i * sz_fn: (b.cstr(pn, "function name"), pm, off, pf, line)
         for i, (pn, pm, off, pf, line) in enumerate(fns)
     }
+    metrics, pre_2022 = _metrics(b)
     return Meta(
         title=b.cstr(p_title, "title"),
         description=b.cstr(p_desc, "description"),
         kinds=_strings(b, kind_ptrs, "identifier name"),
-        metrics=_metrics(b),
+        metrics=metrics,
         modules=modules,
         files=files,
         functions=functions,
-        contexts=_context_tree(b),
-        version=f"{b.major}.{b.minor}",
+        contexts=_context_tree(b, pre_2022, functions),
+        version=f"{b.major}.{b.minor}" + (f" ({PRE_2022})" if pre_2022 else ""),
+        file_flags=file_flags,
     )
 
 
@@ -294,10 +363,14 @@ def read_profiles(path: str) -> Profiles:
     b = Blob(path, b"prof")
     _, sec = b.section(0, "profile infos")
     p_prof, n_prof, sz_prof = b.unpack("<QIB", sec, "profile infos header")
+    pre_2022 = sz_prof == _PRE_PROFILE_SIZE
+    if pre_2022:  # no flags: the first profile is the summary
+        records = [(*r, int(i == 0)) for i, r in enumerate(b.records("<QQI4xQQ", p_prof, n_prof, sz_prof,
+                                                                         "profile infos"))]
+    else:
+        records = b.records("<QQI4xQQI", p_prof, n_prof, sz_prof, "profile infos")
     infos, parts = [], []
-    for i, (n_vals, p_vals, n_ctx, p_idx, p_tuple, flags) in enumerate(
-        b.records("<QQI4xQQI", p_prof, n_prof, sz_prof, "profile infos")
-    ):
+    for i, (n_vals, p_vals, n_ctx, p_idx, p_tuple, flags) in enumerate(records):
         vals = b.array(_VALUE, p_vals, n_vals, f"values of profile {i}")
         idx = b.array(_CTX_INDEX, p_idx, n_ctx, f"context index of profile {i}")
         starts = idx["start"].astype(np.int64)
@@ -314,4 +387,5 @@ def read_profiles(path: str) -> Profiles:
     value = cat[3].astype(np.float64)
     if np.isinf(value).any():  # an infinity is no measurement (damaged file): NaN, stored as null
         value = np.where(np.isinf(value), np.nan, value)
-    return Profiles(infos, cat[0], cat[1].astype(np.uint32), cat[2].astype(np.uint16), value, f"{b.major}.{b.minor}")
+    version = f"{b.major}.{b.minor}" + (f" ({PRE_2022})" if pre_2022 else "")
+    return Profiles(infos, cat[0], cat[1].astype(np.uint32), cat[2].astype(np.uint16), value, version)
