@@ -118,11 +118,14 @@ class Blob:
         self.need(off, dtype.itemsize * count, what)
         return np.frombuffer(self.data, dtype=dtype, count=count, offset=off)
 
-    def records(self, fmt: str, ptr: int, count: int, stride: int, what: str) -> list[tuple]:
-        """``count`` structures of layout ``fmt`` at ``ptr`` strided by the file's own ``stride``."""
-        size = struct.calcsize(fmt)
+    def records(self, fmt: str, ptr: int, count: int, stride: int, what: str, size: int = 0,
+                layout: str = "v4.0") -> list[tuple]:
+        """``count`` structures of layout ``fmt`` at ``ptr`` strided by the file's own ``stride``, which must be
+        at least the structure's documented ``size`` (FORMATS.md's END row; default: the size of ``fmt``)."""
+        size = max(size, struct.calcsize(fmt))
         if stride < size and count:
-            raise ReaderError(self.path, f"{what}: recorded structure size {stride} is below the {size} bytes of v4.0")
+            raise ReaderError(self.path, f"{what}: recorded structure size {stride} is below the {size} bytes of "
+                                         f"{layout}")
         self.need(ptr, stride * count, f"{what} array")
         return [struct.unpack_from(fmt, self.data, ptr + i * stride) for i in range(count)]
 
@@ -179,9 +182,11 @@ def _metrics(b: Blob) -> tuple[list[dict], bool]:
     p_metrics, n_metrics, sz_metric, sz_inst, sz_summary = b.unpack("<QIBBB", sec, "metrics section header")
     if (sz_metric, sz_inst, sz_summary) == _PRE_METRIC_SIZES:
         return _metrics_pre_2022(b, p_metrics, n_metrics, sz_metric, sz_inst, sz_summary), True
+    descriptions = b.records("<QQQHH", p_metrics, n_metrics, sz_metric, "metric descriptions", 32)
     p_scopes, n_scopes, sz_scope = b.unpack("<QHB", sec + 0x10, "metrics section header")
     scopes = {}
-    for i, (p_name, typ, index) in enumerate(b.records("<QBB", p_scopes, n_scopes, sz_scope, "propagation scopes")):
+    for i, (p_name, typ, index) in enumerate(b.records("<QBB", p_scopes, n_scopes, sz_scope, "propagation scopes",
+                                                       16)):
         scopes[p_scopes + i * sz_scope] = {"scope": b.cstr(p_name, "scope name"), "type": typ, "index": index}
 
     def scope(ptr: int) -> dict:
@@ -190,13 +195,12 @@ def _metrics(b: Blob) -> tuple[list[dict], bool]:
         return scopes[ptr]
 
     out = []
-    descriptions = b.records("<QQQHH", p_metrics, n_metrics, sz_metric, "metric descriptions")
     for p_name, p_insts, p_sums, n_insts, n_sums in descriptions:
-        insts = b.records("<QH", p_insts, n_insts, sz_inst, "propagated sub-metrics")
+        insts = b.records("<QH", p_insts, n_insts, sz_inst, "propagated sub-metrics", 16)
         insts = [{**scope(ps), "prop_id": mid} for ps, mid in insts]
         sums = [
             {**scope(ps), "formula": b.cstr(pf, "summary formula"), "combine": comb, "stat_id": sid}
-            for ps, pf, comb, sid in b.records("<QQBxH", p_sums, n_sums, sz_summary, "summary statistics")
+            for ps, pf, comb, sid in b.records("<QQBxH", p_sums, n_sums, sz_summary, "summary statistics", 24)
         ]
         out.append({"name": b.cstr(p_name, "metric name"), "scopes": insts, "summaries": sums})
     return out, False
@@ -220,10 +224,10 @@ def _metrics_pre_2022(b: Blob, p_metrics: int, n_metrics: int, sz_metric: int, s
     return out
 
 
-def _table(b: Blob, index: int, what: str, fmt: str) -> tuple[int, int, list[tuple]]:
+def _table(b: Blob, index: int, what: str, fmt: str, size: int) -> tuple[int, int, list[tuple]]:
     _, sec = b.section(index, what)
     ptr, count, stride = b.unpack("<QIH", sec, f"{what} section header")
-    return ptr, stride, b.records(fmt, ptr, count, stride, what)
+    return ptr, stride, b.records(fmt, ptr, count, stride, what, size)
 
 
 def _context_tree(b: Blob, pre_2022: bool = False, functions: dict | None = None) -> Contexts:
@@ -245,7 +249,7 @@ def _context_tree(b: Blob, pre_2022: bool = False, functions: dict | None = None
         head, n_roots = 24, 0
     else:
         p_entries, n_entries, sz_entry = b.unpack("<QHB", sec, "context tree section header")
-        entries = b.records("<QQIH2xQ", p_entries, n_entries, sz_entry, "entry points")
+        entries = b.records("<QQIH2xQ", p_entries, n_entries, sz_entry, "entry points", 32)
         stack += reversed(entries)  # 5-tuples: each entry point is recorded when its turn comes (tree order)
         head, n_roots = 32, n_entries
     max_items = size // head + n_roots
@@ -314,12 +318,12 @@ def read_meta(path: str) -> Meta:
     _, ids = b.section(1, "identifier names")
     pp_names, n_kinds = b.unpack("<QB", ids, "identifier names header")
     kind_ptrs = [r[0] for r in b.records("<Q", pp_names, n_kinds, 8, "identifier names")]
-    p_mod, sz_mod, mods = _table(b, 5, "load modules", "<I4xQ")
+    p_mod, sz_mod, mods = _table(b, 5, "load modules", "<I4xQ", 16)
     modules = {p_mod + i * sz_mod: b.cstr(p, "module path") for i, (_, p) in enumerate(mods)}
-    p_file, sz_file, fils = _table(b, 6, "source files", "<I4xQ")
+    p_file, sz_file, fils = _table(b, 6, "source files", "<I4xQ", 16)
     files = {p_file + i * sz_file: b.cstr(p, "file path") for i, (_, p) in enumerate(fils)}
     file_flags = {p_file + i * sz_file: flags for i, (flags, _) in enumerate(fils)}
-    p_fn, sz_fn, fns = _table(b, 7, "functions", "<QQQQI")
+    p_fn, sz_fn, fns = _table(b, 7, "functions", "<QQQQI", 40)
     functions = {
         p_fn + i * sz_fn: (b.cstr(pn, "function name"), pm, off, pf, line)
         for i, (pn, pm, off, pf, line) in enumerate(fns)
@@ -368,7 +372,7 @@ def read_profiles(path: str) -> Profiles:
         records = [(*r, int(i == 0)) for i, r in enumerate(b.records("<QQI4xQQ", p_prof, n_prof, sz_prof,
                                                                          "profile infos"))]
     else:
-        records = b.records("<QQI4xQQI", p_prof, n_prof, sz_prof, "profile infos")
+        records = b.records("<QQI4xQQI", p_prof, n_prof, sz_prof, "profile infos", 48)
     infos, parts = [], []
     for i, (n_vals, p_vals, n_ctx, p_idx, p_tuple, flags) in enumerate(records):
         vals = b.array(_VALUE, p_vals, n_vals, f"values of profile {i}")
