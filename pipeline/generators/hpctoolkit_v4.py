@@ -80,6 +80,7 @@ class V4Plan:
     offset: list[int] = field(default_factory=list)
     model: list[int] = field(default_factory=list)  # model node of a function context, -1 otherwise
     point: np.ndarray = None  # int64 µs [context, column]
+    _scopes: tuple | None = field(default=None, repr=False)
 
     def add(self, kind, parent, relation, *, name=None, fn=None, file=None, line=0, module=None, offset=0,
             model=-1, elided=False, entry_kind=-1) -> int:
@@ -122,7 +123,7 @@ class V4Plan:
     def scopes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(point, function, execution) values [context, column] in µs: execution sums every descendant,
         function the descendants reached through lexical edges only (the exclusive cost)."""
-        if getattr(self, "_scopes", None) is None:
+        if self._scopes is None:
             point = self.point
             function, execution = point.copy(), point.copy()
             depth, parent = self.depth(), np.asarray(self.parent)
@@ -157,7 +158,7 @@ class _Builder:
 
     def tree_under(self, entry: int, columns: np.ndarray, root_name: str) -> None:
         plan, tree = self.plan, self.tree
-        fn_ctx, container, used = {}, {}, {}
+        container, used = {}, {}  # model node -> context holding its call sites; holder -> lines taken
 
         def free_line(holder: int, want: int) -> int:
             taken = used.setdefault(holder, set())
@@ -168,7 +169,7 @@ class _Builder:
 
         for k, p in enumerate(tree.parent.tolist()):
             name = root_name if p < 0 else tree.names[k]
-            src, first, last = source_location(tree.names[k])
+            _, first, last = source_location(tree.names[k])
             if p < 0:
                 at, rel = entry, CALL
             else:
@@ -181,7 +182,7 @@ class _Builder:
                 if category(name) == MPI:  # reached through a binary-only frame of the MPI library
                     at = plan.add("instruction", at, CALL, module=_LIBMPI, offset=0x8000 + _crc(name + "#w") % 4096)
             f = plan.add("function", at, rel, name=name, fn=self.function_key(name), model=k)
-            fn_ctx[k] = container[k] = f
+            container[k] = f
             if category(name) == MPI:
                 stmt = plan.add("line", f, LEXICAL, file=f"[{_LIBMPI.rsplit('/', 1)[1]}]", line=0)
             else:
