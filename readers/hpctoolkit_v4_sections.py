@@ -5,24 +5,9 @@ version 4).  Every structure array is strided by the size the file records (``sz
 never by a hard-coded size, and every pointer is checked against the file size, so a truncated or damaged
 file raises :class:`perflake.errors.ReaderError` naming the file, the structure and the offset.
 
-**Layout variants.**  Databases written by an hpcprof pre-release of 2022 also say ``HPCTOOLKITmeta`` /
-``HPCTOOLKITprof`` 4.0 but use an earlier layout (HPCToolkit's ``src/lib/prof-lean/formats/{metadb,profiledb}.[ch]``
-of 2022, before the entry points and propagation scopes of the released 4.0).  They are recognised by their
-recorded structure sizes -- metrics header ``szMetric`` 24, ``szScope`` 24 (byte 0x0d, ``szScopeInst`` in 4.0),
-``szSummary`` 16 (4.0: 32/16/24); profile infos of 40 bytes (4.0: 48) -- and read as such:
-
-* metric ``{pName, u16 nScopes @0x08, pScopes @0x10}``; scope ``{char* pScope (its name), u16 nSummaries @0x08,
-  u16 propMetricId @0x0a, pSummaries @0x10}``, whose meaning comes from its name (``point``, ``function``,
-  ``execution``: the scope types 1/3/2 of 4.0); summary ``{pFormula, u8 combine @0x08, u16 statMetricId @0x0a}``;
-* context tree header ``{szRoots, pRoots}``: the roots are ordinary contexts; contexts are ``0x18 + 8*nFlexWords``
-  bytes (flags @0x14, flex words @0x18, no ``propagation`` field).  A root the released hpcprof turns into an entry
-  point becomes one here too, as it does (``MetaDB::notifyContext``): a function context of the placeholder
-  ``<program root>`` -> ``main thread``, ``<thread root>`` -> ``application thread``, and a root without a function
-  (an unknown scope) -> ``unknown entry``; any other root stays a context;
-* profile info ``{value block, pIdTuple}`` without ``flags``: the first profile is the summary (as in 4.0).
-
-Any other structure smaller than its 4.0 size is a ReaderError naming the file (the format never removes fields).
-The version reported for such a file is ``4.0 (2022 pre-release layout)``.
+**Layout variants.**  Databases of an hpcprof pre-release of 2022 say 4.0 too but have an earlier layout; they
+are recognised by their structure sizes and decoded with :mod:`perflake.readers.hpctoolkit_v4_pre2022` (version
+``4.0 (2022 pre-release layout)``).  Any other structure smaller than its 4.0 size is a ReaderError naming the file.
 
 This module only decodes; :mod:`perflake.readers.hpctoolkit_v4` turns the result into ProfileRows.
 """
@@ -35,6 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perflake.errors import ReaderError
+from perflake.readers.hpctoolkit_v4_pre2022 import (PRE_2022, PRE_METRIC_SIZES, PRE_PROFILE_SIZE, metrics_pre_2022,
+                                                    pre_2022_entry, pre_2022_flags)
 
 MAGIC = b"HPCTOOLKIT"
 FORMAT_IDS = (b"meta", b"prof", b"ctxt", b"trce")
@@ -44,11 +31,6 @@ LEXICAL = {0: "function", 1: "loop", 2: "line", 3: "instruction"}
 HAS_FUNCTION, HAS_SRCLOC, HAS_POINT = 1, 2, 4
 _VALUE = np.dtype([("metric", "<u2"), ("value", "<f8")])  # packed: 10 bytes
 _CTX_INDEX = np.dtype([("ctx", "<u4"), ("start", "<u8")])  # packed: 12 bytes
-PRE_2022 = "2022 pre-release layout"
-_PRE_METRIC_SIZES = (24, 24, 16)  # szMetric, szScope, szSummary of the 2022 pre-release layout
-_PRE_PROFILE_SIZE = 40  # its profile info: value block + pIdTuple, no flags
-_PRE_SCOPE_TYPES = {"point": 1, "execution": 2, "function": 3}  # 4.0 scope types by pre-release scope name
-_PRE_ROOT_ENTRIES = {"<program root>": (1, "main thread"), "<thread root>": (2, "application thread")}
 
 
 def format_id(path: str) -> bytes | None:
@@ -180,8 +162,8 @@ def _metrics(b: Blob) -> tuple[list[dict], bool]:
     """The metric descriptions and whether the section has the 2022 pre-release layout."""
     _, sec = b.section(2, "performance metrics")
     p_metrics, n_metrics, sz_metric, sz_inst, sz_summary = b.unpack("<QIBBB", sec, "metrics section header")
-    if (sz_metric, sz_inst, sz_summary) == _PRE_METRIC_SIZES:
-        return _metrics_pre_2022(b, p_metrics, n_metrics, sz_metric, sz_inst, sz_summary), True
+    if (sz_metric, sz_inst, sz_summary) == PRE_METRIC_SIZES:
+        return metrics_pre_2022(b, p_metrics, n_metrics, sz_metric, sz_inst, sz_summary), True
     descriptions = b.records("<QQQHH", p_metrics, n_metrics, sz_metric, "metric descriptions", 32)
     p_scopes, n_scopes, sz_scope = b.unpack("<QHB", sec + 0x10, "metrics section header")
     scopes = {}
@@ -204,24 +186,6 @@ def _metrics(b: Blob) -> tuple[list[dict], bool]:
         ]
         out.append({"name": b.cstr(p_name, "metric name"), "scopes": insts, "summaries": sums})
     return out, False
-
-
-def _metrics_pre_2022(b: Blob, p_metrics: int, n_metrics: int, sz_metric: int, sz_scope: int,
-                      sz_summary: int) -> list[dict]:
-    """Metric descriptions of the 2022 pre-release layout, in the 4.0 shape (a scope's type from its name; its
-    propagation index is not recorded: None)."""
-    out = []
-    for p_name, n_scopes, p_scopes in b.records("<QH6xQ", p_metrics, n_metrics, sz_metric, "metric descriptions"):
-        insts, sums = [], []
-        for p_scope, n_sums, prop_id, p_sums in b.records("<QHH4xQ", p_scopes, n_scopes, sz_scope,
-                                                          "propagation scopes"):
-            name = b.cstr(p_scope, "scope name")
-            scope = {"scope": name, "type": _PRE_SCOPE_TYPES.get(name, 0), "index": None}
-            insts.append({**scope, "prop_id": prop_id})
-            sums += [{**scope, "formula": b.cstr(pf, "summary formula"), "combine": comb, "stat_id": sid}
-                     for pf, comb, sid in b.records("<QBxH", p_sums, n_sums, sz_summary, "summary statistics")]
-        out.append({"name": b.cstr(p_name, "metric name"), "scopes": insts, "summaries": sums})
-    return out
 
 
 def _table(b: Blob, index: int, what: str, fmt: str, size: int) -> tuple[int, int, list[tuple]]:
@@ -272,6 +236,8 @@ def _context_tree(b: Blob, pre_2022: bool = False, functions: dict | None = None
         if ptr + step > end:
             raise ReaderError(b.path, f"damaged: context {ctx_id} at offset {ptr} ({step} bytes) runs past its array")
         words = struct.unpack_from(f"<{n_flex}Q", data, ptr + head)
+        if pre_2022 and n_flex and not flags:  # an early 2022 writer left flags 0: the word count tells
+            flags = pre_2022_flags(n_flex, lexical)
         w = 0
         fields = {}
         try:
@@ -287,7 +253,7 @@ def _context_tree(b: Blob, pre_2022: bool = False, functions: dict | None = None
                 w += 2
         except IndexError:
             raise ReaderError(b.path, f"damaged: context {ctx_id} has flags {flags} but {n_flex} flex words") from None
-        entry = _pre_2022_entry(lexical, fields, functions or {}) if parent < 0 else None
+        entry = pre_2022_entry(lexical, fields, functions or {}) if parent < 0 else None
         if entry:  # a pre-release root that hpcprof 4.0 writes as an entry point
             me = out.add(ctx_id, -1, "entry", -1, entry_kind=entry[0], name=entry[1])
         else:
@@ -299,16 +265,6 @@ def _context_tree(b: Blob, pre_2022: bool = False, functions: dict | None = None
         check_array(p_children, sz, f"context {ctx_id}")
         stack.append((p_children, p_children + sz, me))
     return out
-
-
-def _pre_2022_entry(lexical: int, fields: dict, functions: dict) -> tuple[int, str] | None:
-    """(entryPoint, pretty name) of a pre-release root context that the released hpcprof writes as an entry point."""
-    if lexical != 0 or "file" in fields or "module" in fields:
-        return None
-    if "function" not in fields:  # an unknown scope
-        return 0, "unknown entry"
-    fn = functions.get(fields["function"])
-    return _PRE_ROOT_ENTRIES.get(fn[0]) if fn and not (fn[1] or fn[3]) else None
 
 
 def read_meta(path: str) -> Meta:
@@ -367,7 +323,7 @@ def read_profiles(path: str) -> Profiles:
     b = Blob(path, b"prof")
     _, sec = b.section(0, "profile infos")
     p_prof, n_prof, sz_prof = b.unpack("<QIB", sec, "profile infos header")
-    pre_2022 = sz_prof == _PRE_PROFILE_SIZE
+    pre_2022 = sz_prof == PRE_PROFILE_SIZE
     if pre_2022:  # no flags: the first profile is the summary
         records = [(*r, int(i == 0)) for i, r in enumerate(b.records("<QQI4xQQ", p_prof, n_prof, sz_prof,
                                                                          "profile infos"))]

@@ -174,3 +174,28 @@ def test_sections_decode_the_pre_release_metrics_in_the_released_shape(dbs):
     assert [s["index"] for s in pre.metrics[0]["scopes"]] == [None] * 3  # not recorded before 4.0
     assert released.contexts.ctx_id == pre.contexts.ctx_id and released.contexts.kind == pre.contexts.kind
     assert np.array_equal(released.contexts.parent, pre.contexts.parent)
+
+
+def test_pre_release_contexts_without_flags_are_read_from_their_word_count(dbs, tmp_path):
+    """HPCToolkit's metadb.c of early 2022 wrote the flex words but left the flags byte (0x14) at 0; the words
+    are written in a fixed order, each only when present, so their number tells which are there."""
+    meta = bytearray((dbs[1] / "meta.db").read_bytes())
+    _, ctx = struct.unpack_from("<QQ", meta, 0x40)
+    arrays, cleared = [struct.unpack_from("<QQ", meta, ctx)[::-1]], 0  # (pointer, size) of the roots
+    while arrays:
+        p, size = arrays.pop()
+        end = p + size
+        while p < end:
+            sz, p_children, _, flags, _, _, n_flex = struct.unpack_from("<QQIBBBB", meta, p)
+            cleared += flags != 0
+            meta[p + 0x14] = 0
+            if sz:
+                arrays.append((p_children, sz))
+            p += 0x18 + 8 * n_flex
+    assert cleared > 100
+    d = tmp_path / "db"
+    d.mkdir()
+    for f in dbs[1].iterdir():
+        (d / f.name).write_bytes(bytes(meta) if f.name == "meta.db" else f.read_bytes())
+    got, want = Reader().read(str(d)), Reader().read(str(dbs[1]))
+    assert got.frames.equals(want.frames) and got.values.equals(want.values)
