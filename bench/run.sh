@@ -36,4 +36,6 @@ rc=0
 [ "$rc" -gt "$status" ] && status=$rc
 # multi-run analytics (issue 5): bench_analytics.py (ingest of 10,000 .cali / 100 runs, groupby, ensemble, imbalance; --only NAME)
 rc=0; .venv/bin/python bench/bench_analytics.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
+# HPCToolkit v4 ingest (issue 13): bench_hpctoolkit_v4.py (10,000 nodes x 64 ranks vs Hatchet's from_hpctoolkit_latest)
+rc=0; .venv/bin/python bench/bench_hpctoolkit_v4.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
 exit "$status"

@@ -5,6 +5,10 @@ version 4).  Every structure array is strided by the size the file records (``sz
 never by a hard-coded size, and every pointer is checked against the file size, so a truncated or damaged
 file raises :class:`perflake.errors.ReaderError` naming the file, the structure and the offset.
 
+**Layout variants.**  Databases of an hpcprof pre-release of 2022 say 4.0 too but have an earlier layout; they
+are recognised by their structure sizes and decoded with :mod:`perflake.readers.hpctoolkit_v4_pre2022` (version
+``4.0 (2022 pre-release layout)``).  Any other structure smaller than its 4.0 size is a ReaderError naming the file.
+
 This module only decodes; :mod:`perflake.readers.hpctoolkit_v4` turns the result into ProfileRows.
 """
 
@@ -16,6 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perflake.errors import ReaderError
+from perflake.readers.hpctoolkit_v4_pre2022 import (PRE_2022, PRE_METRIC_SIZES, PRE_PROFILE_SIZE, metrics_pre_2022,
+                                                    pre_2022_entry, pre_2022_flags)
 
 MAGIC = b"HPCTOOLKIT"
 FORMAT_IDS = (b"meta", b"prof", b"ctxt", b"trce")
@@ -94,11 +100,14 @@ class Blob:
         self.need(off, dtype.itemsize * count, what)
         return np.frombuffer(self.data, dtype=dtype, count=count, offset=off)
 
-    def records(self, fmt: str, ptr: int, count: int, stride: int, what: str) -> list[tuple]:
-        """``count`` structures of layout ``fmt`` at ``ptr`` strided by the file's own ``stride``."""
-        size = struct.calcsize(fmt)
+    def records(self, fmt: str, ptr: int, count: int, stride: int, what: str, size: int = 0,
+                layout: str = "v4.0") -> list[tuple]:
+        """``count`` structures of layout ``fmt`` at ``ptr`` strided by the file's own ``stride``, which must be
+        at least the structure's documented ``size`` (FORMATS.md's END row; default: the size of ``fmt``)."""
+        size = max(size, struct.calcsize(fmt))
         if stride < size and count:
-            raise ReaderError(self.path, f"{what}: recorded structure size {stride} is below the {size} bytes of v4.0")
+            raise ReaderError(self.path, f"{what}: recorded structure size {stride} is below the {size} bytes of "
+                                         f"{layout}")
         self.need(ptr, stride * count, f"{what} array")
         return [struct.unpack_from(fmt, self.data, ptr + i * stride) for i in range(count)]
 
@@ -142,18 +151,24 @@ class Meta:
     functions: dict[int, tuple]  # pointer -> (name, module pointer, offset, file pointer, line)
     contexts: Contexts
     version: str
+    file_flags: dict[int, int] = field(default_factory=dict)  # source file pointer -> flags (bit 0: copied)
 
 
 def _strings(b: Blob, ptrs, what: str) -> list[str | None]:
     return [b.cstr(p, what) for p in ptrs]
 
 
-def _metrics(b: Blob) -> list[dict]:
+def _metrics(b: Blob) -> tuple[list[dict], bool]:
+    """The metric descriptions and whether the section has the 2022 pre-release layout."""
     _, sec = b.section(2, "performance metrics")
     p_metrics, n_metrics, sz_metric, sz_inst, sz_summary = b.unpack("<QIBBB", sec, "metrics section header")
+    if (sz_metric, sz_inst, sz_summary) == PRE_METRIC_SIZES:
+        return metrics_pre_2022(b, p_metrics, n_metrics, sz_metric, sz_inst, sz_summary), True
+    descriptions = b.records("<QQQHH", p_metrics, n_metrics, sz_metric, "metric descriptions", 32)
     p_scopes, n_scopes, sz_scope = b.unpack("<QHB", sec + 0x10, "metrics section header")
     scopes = {}
-    for i, (p_name, typ, index) in enumerate(b.records("<QBB", p_scopes, n_scopes, sz_scope, "propagation scopes")):
+    for i, (p_name, typ, index) in enumerate(b.records("<QBB", p_scopes, n_scopes, sz_scope, "propagation scopes",
+                                                       16)):
         scopes[p_scopes + i * sz_scope] = {"scope": b.cstr(p_name, "scope name"), "type": typ, "index": index}
 
     def scope(ptr: int) -> dict:
@@ -162,27 +177,25 @@ def _metrics(b: Blob) -> list[dict]:
         return scopes[ptr]
 
     out = []
-    descriptions = b.records("<QQQHH", p_metrics, n_metrics, sz_metric, "metric descriptions")
     for p_name, p_insts, p_sums, n_insts, n_sums in descriptions:
-        insts = b.records("<QH", p_insts, n_insts, sz_inst, "propagated sub-metrics")
+        insts = b.records("<QH", p_insts, n_insts, sz_inst, "propagated sub-metrics", 16)
         insts = [{**scope(ps), "prop_id": mid} for ps, mid in insts]
         sums = [
             {**scope(ps), "formula": b.cstr(pf, "summary formula"), "combine": comb, "stat_id": sid}
-            for ps, pf, comb, sid in b.records("<QQBxH", p_sums, n_sums, sz_summary, "summary statistics")
+            for ps, pf, comb, sid in b.records("<QQBxH", p_sums, n_sums, sz_summary, "summary statistics", 24)
         ]
         out.append({"name": b.cstr(p_name, "metric name"), "scopes": insts, "summaries": sums})
-    return out
+    return out, False
 
 
-def _table(b: Blob, index: int, what: str, fmt: str) -> tuple[int, int, list[tuple]]:
+def _table(b: Blob, index: int, what: str, fmt: str, size: int) -> tuple[int, int, list[tuple]]:
     _, sec = b.section(index, what)
     ptr, count, stride = b.unpack("<QIH", sec, f"{what} section header")
-    return ptr, stride, b.records(fmt, ptr, count, stride, what)
+    return ptr, stride, b.records(fmt, ptr, count, stride, what, size)
 
 
-def _context_tree(b: Blob) -> Contexts:
+def _context_tree(b: Blob, pre_2022: bool = False, functions: dict | None = None) -> Contexts:
     size, sec = b.section(3, "context tree")
-    p_entries, n_entries, sz_entry = b.unpack("<QHB", sec, "context tree section header")
     out = Contexts()
     limit = sec + size
 
@@ -192,11 +205,18 @@ def _context_tree(b: Blob) -> Contexts:
                 b.path, f"damaged: children of {whose} at offset {ptr} ({nbytes} bytes) are outside the tree section"
             )
 
-    stack = []
-    entries = b.records("<QQIH2xQ", p_entries, n_entries, sz_entry, "entry points")
-    for sz, ptr, ctx_id, kind, p_name in reversed(entries):
-        stack.append((sz, ptr, ctx_id, kind, p_name))
-    max_items = size // 32 + n_entries
+    stack = []  # (array start, array end, parent index)
+    if pre_2022:  # {szRoots, pRoots}: the roots are ordinary contexts, 0x18 bytes + flex words, no propagation
+        sz_roots, p_roots = b.unpack("<QQ", sec, "context tree section header")
+        check_array(p_roots, sz_roots, "the global context")
+        stack.append((p_roots, p_roots + sz_roots, -1))
+        head, n_roots = 24, 0
+    else:
+        p_entries, n_entries, sz_entry = b.unpack("<QHB", sec, "context tree section header")
+        entries = b.records("<QQIH2xQ", p_entries, n_entries, sz_entry, "entry points", 32)
+        stack += reversed(entries)  # 5-tuples: each entry point is recorded when its turn comes (tree order)
+        head, n_roots = 32, n_entries
+    max_items = size // head + n_roots
     data = b.data
     while stack:
         item = stack.pop()
@@ -209,13 +229,15 @@ def _context_tree(b: Blob) -> Contexts:
         ptr, end, parent = item
         if ptr >= end:
             continue
-        if end - ptr < 32:
+        if end - ptr < head:
             raise ReaderError(b.path, f"damaged: context array ends inside a context at offset {ptr}")
-        sz, p_children, ctx_id, flags, relation, lexical, n_flex, _prop = struct.unpack_from("<QQIBBBBH", data, ptr)
-        step = 32 + 8 * n_flex
+        sz, p_children, ctx_id, flags, relation, lexical, n_flex = struct.unpack_from("<QQIBBBB", data, ptr)
+        step = head + 8 * n_flex
         if ptr + step > end:
             raise ReaderError(b.path, f"damaged: context {ctx_id} at offset {ptr} ({step} bytes) runs past its array")
-        words = struct.unpack_from(f"<{n_flex}Q", data, ptr + 32)
+        words = struct.unpack_from(f"<{n_flex}Q", data, ptr + head)
+        if pre_2022 and n_flex and not flags:  # an early 2022 writer left flags 0: the word count tells
+            flags = pre_2022_flags(n_flex, lexical)
         w = 0
         fields = {}
         try:
@@ -231,8 +253,12 @@ def _context_tree(b: Blob) -> Contexts:
                 w += 2
         except IndexError:
             raise ReaderError(b.path, f"damaged: context {ctx_id} has flags {flags} but {n_flex} flex words") from None
-        kind = LEXICAL.get(lexical, f"lexical type {lexical}")
-        me = out.add(ctx_id, parent, kind, relation, **fields)
+        entry = pre_2022_entry(lexical, fields, functions or {}) if parent < 0 else None
+        if entry:  # a pre-release root that hpcprof 4.0 writes as an entry point
+            me = out.add(ctx_id, -1, "entry", -1, entry_kind=entry[0], name=entry[1])
+        else:
+            kind = LEXICAL.get(lexical, f"lexical type {lexical}")
+            me = out.add(ctx_id, parent, kind, relation, **fields)
         if len(out.ctx_id) > max_items:
             raise ReaderError(b.path, "damaged: the context tree has more contexts than its section holds (a cycle?)")
         stack.append((ptr + step, end, parent))
@@ -248,25 +274,28 @@ def read_meta(path: str) -> Meta:
     _, ids = b.section(1, "identifier names")
     pp_names, n_kinds = b.unpack("<QB", ids, "identifier names header")
     kind_ptrs = [r[0] for r in b.records("<Q", pp_names, n_kinds, 8, "identifier names")]
-    p_mod, sz_mod, mods = _table(b, 5, "load modules", "<I4xQ")
+    p_mod, sz_mod, mods = _table(b, 5, "load modules", "<I4xQ", 16)
     modules = {p_mod + i * sz_mod: b.cstr(p, "module path") for i, (_, p) in enumerate(mods)}
-    p_file, sz_file, fils = _table(b, 6, "source files", "<I4xQ")
+    p_file, sz_file, fils = _table(b, 6, "source files", "<I4xQ", 16)
     files = {p_file + i * sz_file: b.cstr(p, "file path") for i, (_, p) in enumerate(fils)}
-    p_fn, sz_fn, fns = _table(b, 7, "functions", "<QQQQI")
+    file_flags = {p_file + i * sz_file: flags for i, (flags, _) in enumerate(fils)}
+    p_fn, sz_fn, fns = _table(b, 7, "functions", "<QQQQI", 40)
     functions = {
         p_fn + i * sz_fn: (b.cstr(pn, "function name"), pm, off, pf, line)
         for i, (pn, pm, off, pf, line) in enumerate(fns)
     }
+    metrics, pre_2022 = _metrics(b)
     return Meta(
         title=b.cstr(p_title, "title"),
         description=b.cstr(p_desc, "description"),
         kinds=_strings(b, kind_ptrs, "identifier name"),
-        metrics=_metrics(b),
+        metrics=metrics,
         modules=modules,
         files=files,
         functions=functions,
-        contexts=_context_tree(b),
-        version=f"{b.major}.{b.minor}",
+        contexts=_context_tree(b, pre_2022, functions),
+        version=f"{b.major}.{b.minor}" + (f" ({PRE_2022})" if pre_2022 else ""),
+        file_flags=file_flags,
     )
 
 
@@ -294,10 +323,14 @@ def read_profiles(path: str) -> Profiles:
     b = Blob(path, b"prof")
     _, sec = b.section(0, "profile infos")
     p_prof, n_prof, sz_prof = b.unpack("<QIB", sec, "profile infos header")
+    pre_2022 = sz_prof == PRE_PROFILE_SIZE
+    if pre_2022:  # no flags: the first profile is the summary
+        records = [(*r, int(i == 0)) for i, r in enumerate(b.records("<QQI4xQQ", p_prof, n_prof, sz_prof,
+                                                                         "profile infos"))]
+    else:
+        records = b.records("<QQI4xQQI", p_prof, n_prof, sz_prof, "profile infos", 48)
     infos, parts = [], []
-    for i, (n_vals, p_vals, n_ctx, p_idx, p_tuple, flags) in enumerate(
-        b.records("<QQI4xQQI", p_prof, n_prof, sz_prof, "profile infos")
-    ):
+    for i, (n_vals, p_vals, n_ctx, p_idx, p_tuple, flags) in enumerate(records):
         vals = b.array(_VALUE, p_vals, n_vals, f"values of profile {i}")
         idx = b.array(_CTX_INDEX, p_idx, n_ctx, f"context index of profile {i}")
         starts = idx["start"].astype(np.int64)
@@ -314,4 +347,5 @@ def read_profiles(path: str) -> Profiles:
     value = cat[3].astype(np.float64)
     if np.isinf(value).any():  # an infinity is no measurement (damaged file): NaN, stored as null
         value = np.where(np.isinf(value), np.nan, value)
-    return Profiles(infos, cat[0], cat[1].astype(np.uint32), cat[2].astype(np.uint16), value, f"{b.major}.{b.minor}")
+    version = f"{b.major}.{b.minor}" + (f" ({PRE_2022})" if pre_2022 else "")
+    return Profiles(infos, cat[0], cat[1].astype(np.uint32), cat[2].astype(np.uint16), value, version)
