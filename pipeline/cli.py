@@ -263,7 +263,7 @@ def cmd_generate(args) -> int:
     writer, kind = WRITERS[args.format], args.format
     if getattr(args, "no_metric_db", False):
         if args.format != "hpctoolkit" or args.v4:
-            raise UsageError("--no-metric-db is for the old hpctoolkit format only (not with --v4)")
+            raise UsageError("--no-metric-db is for the hpctoolkit format only (the old one, not --v4)")
         extra["metric_db"] = False
     if args.v4 or args.layout or args.copied_sources:  # HPCToolkit v4 (meta.db + profile.db + cct.db)
         if args.format != "hpctoolkit" or not args.v4:
