@@ -99,11 +99,10 @@ class Reader:
         node_ctx = np.abs(np.frombuffer(exp.xml_id, np.int64) if n else np.zeros(0, np.int64))
         node_ctx[node_ctx == 0] = -1  # no i, or the global context: no values
         summary = np.array([i["summary"] for i in prof.infos])[prof.profile]
-        col = np.full(len(prof.metric), -1, np.int64)
-        for is_summary in (False, True):
-            at = summary == is_summary
-            known = lut[is_summary]
-            col[at] = [known.get(m, -1) for m in prof.metric[at].tolist()]
+        table = np.full((2, 1 << 16), -1, np.int64)  # [is summary, metric id (u16)] -> column
+        for is_summary, known in enumerate(lut):
+            table[is_summary, list(known)] = list(known.values())
+        col = table[summary.astype(np.int64), prof.metric]
         if (col < 0).any():
             bad = int(prof.metric[col < 0][0])
             raise ReaderError(pdb, f"damaged: values for metric id {bad}, which experiment.xml does not describe")

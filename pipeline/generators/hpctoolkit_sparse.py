@@ -240,9 +240,10 @@ def _xml(ctx: Contexts, app: str, variant: str, n_metrics: int, times: tuple[int
 
 
 def _id_tuple(kinds: list[tuple[int, int, int, int]], wide: bool) -> bytes:
-    """u16 length, then (u16 kind, u64 physical, u64 logical) or (u16 kind, u64 index) per element."""
-    elems = [struct.pack(">HQQ", (interp << 14) | k, phys, log) if wide else struct.pack(">HQ", k, log)
-             for k, interp, phys, log in kinds]
+    """u16 length, then (u16 kind, u64 physical, u64 logical) or (u16 kind, u64 index: the host id for NODE,
+    the logical id otherwise) per element."""
+    elems = [struct.pack(">HQQ", (interp << 14) | k, phys, log) if wide
+             else struct.pack(">HQ", k, phys if k == 1 else log) for k, interp, phys, log in kinds]
     return struct.pack(">H", len(kinds)) + b"".join(elems)
 
 
