@@ -26,6 +26,7 @@ import pytest
 import fuzz
 import perflake
 from perflake import Lake
+from perflake.catalogs.schema import SCHEMA_VERSION
 from perflake.errors import ReaderError
 from perflake.generators import make_metrics, make_tree, perturb
 from perflake.generators.hpctoolkit_sparse import has_loop, write_hpctoolkit_sparse_runs
@@ -343,7 +344,9 @@ def test_generated_round_trip(tmp_path, nodes, ranks, threads, variant, n_metric
         np.testing.assert_allclose(per.groupby(["rank", "thread"])["papi_tot_ins"].sum().to_numpy(),
                                    m.exclusive.sum(axis=0) * 1e3, rtol=1e-9)
     assert rows.metadata["hpctoolkit.id_tuple_bytes"] == (18 if variant == "2022" else 10)
-    normalize(rows)
+    assert fuzz.contract_problems(rows) == []  # the reader contract (tests/test_reader_contract.py has no dataset)
+    a, b = normalize(rows), normalize(rows)
+    assert a.nodes.column("node_id").to_pylist() == b.nodes.column("node_id").to_pylist()
 
 
 def test_generator_is_deterministic_and_runs_differ(tmp_path):
@@ -403,7 +406,9 @@ def test_ingest_into_a_lake(tmp_path):
     report = lake.ingest(dbs)
     assert len(report.ingested) == 2 and not report.failed
     runs = lake.runs()
-    assert set(runs["format"]) == {"hpctoolkit_sparse"}
+    assert set(runs["format"]) == {"hpctoolkit_sparse"} and set(runs["schema_version"]) == {SCHEMA_VERSION}
+    assert all(len(h) == 64 and r == h[:16] for h, r in zip(runs["content_sha256"], runs["run_id"]))
+    assert set(runs["n_files"]) == {2} and (runs["n_nodes"] > 80).all()
     assert set(runs["ranks"]) == {3} and set(runs["threads"]) == {2}  # the summary (rank -1) is no rank
     meta = json.loads(runs.iloc[0]["metadata"])
     assert meta["hpctoolkit.folded_contexts"] > 0
