@@ -9,7 +9,9 @@ a meta.db.  Pipit read it until late 2023 (traces only).  The binary decoding is
 * **Tree.** experiment.xml's calling-context tree, parsed and named as for the old format
   (:mod:`perflake.readers.hpctoolkit_xml`: ``PF``/``Pr`` functions with the call line as prefix, ``L`` loops,
   ``S`` statements, call sites ``C`` transparent).  The implicit global context (id 0) is no node: its summary
-  values are kept in the metadata (``hpctoolkit.totals``).
+  values are kept in the metadata (``hpctoolkit.totals``).  A line whose only cost is the calls made on it
+  (hpcprof2 writes an ``<S>`` for it, the old hpcprof did not) would be an empty leaf beside those calls: it
+  makes no node (``hpctoolkit.call_only_lines`` counts them; hpcviewer shows them).
 * **Context ids.** The context id of an element is ``|i|``: hpcprof2 writes one context as two elements, one of
   them with ``-id`` (2021: ``<PF i="-7"><S i="7"/>`` for an instruction without source context, ``<C i="-9"><PF
   i="9">`` for an inlined call; 2022: ``<C i="-9"><PF i="9">``, ``<PF i="7"><S i="-7"/>``).  Every node takes
@@ -37,6 +39,13 @@ a meta.db.  Pipit read it until late 2023 (traces only).  The binary decoding is
 * **Locations.** rank = the RANK id of the id tuple (0 without one), thread = the THREAD id (logical ids;
   0 without one); a profile with other kinds (GPU streams) gets thread 10000 + k as in the v4 reader.
   ``cct.db`` (the same values by context) is not read; its presence and magic are in the metadata.
+
+Doubts (no sample of this era was at hand; facts from hpcprof2's ``experimentxml4.cpp``/``sparsedb.cpp`` of 2021
+and 2022, ``metric.cpp``, FORMATS.md and Pipit's reader): which of a context's two elements is negative changed
+between versions, so both are read as ``|i|``; the roles of the partials come from ``Metric::freeze`` (count,
+sum, sum of squares, min, max, in that order when present) through the statistics' formulas, a partial no
+formula explains is named ``<combine>(<column>) partial k``; a profile.db without its footer is reported as
+truncated, as FORMATS.md and the writer both end the file with it.
 """
 
 from __future__ import annotations
@@ -95,36 +104,19 @@ class Reader:
         prof = sec.read_profiles(pdb)
         metrics, lut, fix = _metrics(head)
         rank, thread, records = _locations(prof, head.id_names, pdb)
-        n = len(exp.parent)
-        node_ctx = np.abs(np.frombuffer(exp.xml_id, np.int64) if n else np.zeros(0, np.int64))
-        node_ctx[node_ctx == 0] = -1  # no i, or the global context: no values
-        summary = np.array([i["summary"] for i in prof.infos])[prof.profile]
-        table = np.full((2, 1 << 16), -1, np.int64)  # [is summary, metric id (u16)] -> column
-        for is_summary, known in enumerate(lut):
-            table[is_summary, list(known)] = list(known.values())
-        col = table[summary.astype(np.int64), prof.metric]
-        if (col < 0).any():
-            bad = int(prof.metric[col < 0][0])
-            raise ReaderError(pdb, f"damaged: values for metric id {bad}, which experiment.xml does not describe")
-        # one row per (profile, context) with values, then one per (profile, node) of that context
-        keys, inv = np.unique((prof.profile << 32) | prof.ctx, return_inverse=True)
-        wide = np.full((len(metrics), keys.size), np.nan)
-        wide[col, inv] = np.where(np.isinf(prof.value), np.nan, prof.value)
-        key_prof, key_ctx = keys >> 32, keys & 0xFFFFFFFF
-        order = np.argsort(node_ctx, kind="stable")
-        lo = np.searchsorted(node_ctx[order], key_ctx, "left")
-        hi = np.searchsorted(node_ctx[order], key_ctx, "right")
-        count = hi - lo
-        row = np.repeat(np.arange(keys.size), count)
-        local = order[np.repeat(lo, count) + np.arange(row.size) - np.repeat(np.cumsum(count) - count, count)]
+        col = _columns(prof, lut, pdb)
+        key_prof, key_ctx, wide, row, local = _rows(prof, col, len(metrics), exp)
+        order = np.lexsort((local, key_prof[row]))  # by profile, then node
+        row, local = row[order], local[order]
         vals = wide[:, row]
         _fix_statements(vals, exp, local, fix["pairs"])
-        _subtract_statements(vals, exp, local, key_prof[row], n, fix["additive"])
+        _subtract_statements(vals, exp, local, key_prof[row], len(exp.parent), fix["additive"])
         measured = ~np.isnan(vals).all(axis=0)  # a line's row whose only value was the calls' execution: none left
-        order = np.lexsort((local[measured], key_prof[row][measured]))  # by profile, then node
-        row, local, vals = row[measured][order], local[measured][order], vals[:, measured][:, order]
-        folded = np.setdiff1d(np.unique(key_ctx[(count == 0) & (key_ctx != 0)]),
-                              np.fromiter(head.element_ids, np.int64, len(head.element_ids)))
+        if not measured.all():
+            row, local, vals = row[measured], local[measured], vals[:, measured]
+        frames, local, call_only = _prune(exp, local)
+        in_xml = np.fromiter(head.element_ids, np.int64, len(head.element_ids))
+        folded = np.setdiff1d(key_ctx[key_ctx != 0], in_xml)  # values, and no element of any kind
         table = {"local_id": pa.array(local.astype(np.int32)), "rank": pa.array(rank[key_prof[row]]),
                  "thread": pa.array(thread[key_prof[row]])}
         present = [j for j in range(len(metrics)) if not np.isnan(vals[j]).all()]
@@ -132,16 +124,63 @@ class Reader:
             metrics[k].name == m.pair for k in present)]
         table.update({metrics[j].name: pa.array(vals[j], mask=np.isnan(vals[j])) for j in keep})
         totals = {metrics[j].name: float(wide[j, i]) for i in np.flatnonzero(key_ctx == 0)
-                  for j in range(len(metrics)) if summary_row(prof, key_prof[i]) and not np.isnan(wide[j, i])}
-        metadata = _metadata(head, exp, prof, records, totals, int(folded.size), path)
+                  for j in range(len(metrics)) if prof.infos[int(key_prof[i])]["summary"]
+                  and not np.isnan(wide[j, i])}
+        metadata = _metadata(head, prof, records, totals, int(folded.size), call_only, path)
         check_text(xml, metadata)
-        return ProfileRows(format=self.kind, source=path, frames=check_frames(xml, _frames(exp)),
+        return ProfileRows(format=self.kind, source=path, frames=check_frames(xml, frames),
                            values=pa.table(table), metrics=[metrics[j] for j in keep], metadata=metadata,
                            reader_version=self.version)
 
 
-def summary_row(prof: sec.Profiles, index: int) -> bool:
-    return bool(prof.infos[int(index)]["summary"])
+def _columns(prof: sec.Profiles, lut: tuple[dict, dict], pdb: str) -> np.ndarray:
+    """The metric column of every stored value: MetricDB ids for per-thread profiles, PARTIAL ids for summaries."""
+    table = np.full((2, 1 << 16), -1, np.int64)  # [is summary, metric id (u16)] -> column
+    for is_summary, known in enumerate(lut):
+        table[is_summary, list(known)] = list(known.values())
+    summary = np.array([i["summary"] for i in prof.infos])[prof.profile]
+    col = table[summary.astype(np.int64), prof.metric]
+    if (col < 0).any():
+        bad = int(prof.metric[col < 0][0])
+        raise ReaderError(pdb, f"damaged: values for metric id {bad}, which experiment.xml does not describe")
+    return col
+
+
+def _rows(prof: sec.Profiles, col: np.ndarray, n_metrics: int, exp: ParsedExperiment) -> tuple:
+    """One row per (profile, context) with values (profile, context, [metric, row] values), then the rows of
+    the (profile, node) pairs: (row of each, node of each).  A context of several nodes gives each its values."""
+    keys, inv = np.unique((prof.profile << 32) | prof.ctx, return_inverse=True)
+    wide = np.full((n_metrics, keys.size), np.nan)
+    wide[col, inv] = np.where(np.isinf(prof.value), np.nan, prof.value)  # an infinity is no measurement
+    key_prof, key_ctx = keys >> 32, keys & 0xFFFFFFFF
+    node_ctx = np.abs(np.frombuffer(exp.xml_id, np.int64)) if len(exp.xml_id) else np.zeros(0, np.int64)
+    node_ctx[node_ctx == 0] = -1  # no i
+    order = np.argsort(node_ctx, kind="stable")
+    lo = np.searchsorted(node_ctx[order], key_ctx, "left")
+    count = np.searchsorted(node_ctx[order], key_ctx, "right") - lo
+    row = np.repeat(np.arange(keys.size), count)
+    local = order[np.repeat(lo, count) + np.arange(row.size) - np.repeat(np.cumsum(count) - count, count)]
+    return key_prof, key_ctx, wide, row, local
+
+
+def _prune(exp: ParsedExperiment, local: np.ndarray) -> tuple[pa.Table, np.ndarray, int]:
+    """Frames without the statements that have no value anywhere (a line whose only cost is the calls made on
+    it: hpcprof2 writes an ``<S>`` for it, the old hpcprof did not); (frames, renumbered nodes, how many)."""
+    frames = _frames(exp)
+    n = frames.num_rows
+    parent = frames.column("parent_local").to_numpy()
+    has_row, has_kids = np.zeros(n, bool), np.zeros(n, bool)
+    has_row[local], has_kids[parent[parent >= 0]] = True, True
+    drop = (np.frombuffer(exp.type, np.int8) == STATEMENT) & ~has_row & ~has_kids if n else has_row
+    if not drop.any():
+        return frames, local, 0
+    keep = ~drop
+    new = np.cumsum(keep) - 1
+    kept = frames.filter(pa.array(keep))
+    kept = kept.set_column(0, "local_id", pa.array(np.arange(kept.num_rows, dtype=np.int32)))
+    kept = kept.set_column(1, "parent_local", pa.array(np.where(parent[keep] >= 0, new[parent[keep]], -1)
+                                                       .astype(np.int32)))
+    return kept, new[local], int(drop.sum())
 
 
 def _split_unit(raw: str) -> tuple[str, str | None]:
@@ -249,30 +288,30 @@ def _fix_statements(vals: np.ndarray, exp: ParsedExperiment, local: np.ndarray, 
 def _subtract_statements(vals: np.ndarray, exp: ParsedExperiment, local: np.ndarray, prof: np.ndarray, n: int,
                          columns: list) -> None:
     """Subtract each statement's exclusive value from every PF/Pr/L that encloses it up to its procedure frame
-    (in place, per profile); sparse: a chain step whose scope has no value row in that profile is skipped."""
+    (in place, per profile; rows sorted by profile, then node).  Sparse: a step of the chain whose scope has no
+    row in that profile is skipped, the next one still gets the value."""
     if not columns or not len(exp.stmt_node) or not local.size:
         return
     owner = np.full(n, -1, np.int64)
     owner[np.frombuffer(exp.stmt_node, np.int32)] = np.frombuffer(exp.stmt_owner, np.int32)
     up = np.full(n, -1, np.int64)
     up[np.frombuffer(exp.scope_node, np.int32)] = np.frombuffer(exp.scope_parent, np.int32)
-    key = prof * n + local
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
+    key = prof * n + local  # sorted
     stmts = np.flatnonzero(owner[local] >= 0)
     amount = np.nan_to_num(vals[np.ix_(columns, stmts)])
     total = np.zeros((len(columns), local.size))
     cur = owner[local[stmts]]
-    while (live := cur >= 0).any():
+    while (live := np.flatnonzero(cur >= 0)).size:
         want = prof[stmts[live]] * n + cur[live]
-        pos = np.minimum(np.searchsorted(sorted_key, want), sorted_key.size - 1)
-        hit = sorted_key[pos] == want
-        np.add.at(total, (slice(None), order[pos[hit]]), amount[:, live][:, hit])
+        pos = np.minimum(np.searchsorted(key, want), key.size - 1)
+        hit = key[pos] == want
+        for j in range(len(columns)):
+            total[j] += np.bincount(pos[hit], weights=amount[j, live[hit]], minlength=local.size)
         cur[live] = up[cur[live]]
     sub = vals[columns]
     with np.errstate(invalid="ignore", over="ignore"):
         res = sub - total
-        res[np.abs(res) <= ROUNDING * np.abs(sub)] = 0.0
+        res[np.abs(res) <= ROUNDING * np.abs(sub)] = 0.0  # rounding left by the subtraction
     vals[columns] = np.where(total != 0, res, sub)
 
 
@@ -331,8 +370,8 @@ def _frames(exp: ParsedExperiment) -> pa.Table:
     }, schema=FRAME_SCHEMA)
 
 
-def _metadata(head: sec.Header, exp: ParsedExperiment, prof: sec.Profiles, records: list, totals: dict,
-              folded: int, path: str) -> dict:
+def _metadata(head: sec.Header, prof: sec.Profiles, records: list, totals: dict, folded: int, call_only: int,
+              path: str) -> dict:
     meta = {}
     if head.program:
         meta["program"] = meta["executable"] = head.program
@@ -349,6 +388,7 @@ def _metadata(head: sec.Header, exp: ParsedExperiment, prof: sec.Profiles, recor
         "hpctoolkit.gpu_thread_base": GPU_THREAD_BASE,
         "hpctoolkit.totals": totals,
         "hpctoolkit.folded_contexts": folded,
+        "hpctoolkit.call_only_lines": call_only,
         "hpctoolkit.cct_db": sec.cct_db_status(os.path.join(path, CCT_DB)),
         "hpctoolkit.trace_db": os.path.isfile(os.path.join(path, TRACE_DB)),
     })

@@ -29,7 +29,8 @@ from perflake import Lake
 from perflake.catalogs.schema import SCHEMA_VERSION
 from perflake.errors import ReaderError
 from perflake.generators import make_metrics, make_tree, perturb
-from perflake.generators.hpctoolkit_sparse import has_loop, write_hpctoolkit_sparse_runs
+from perflake.generators.hpctoolkit import _APPS
+from perflake.generators.hpctoolkit_sparse import Contexts, has_loop, write_hpctoolkit_sparse_runs
 from perflake.generators.names import MPI, category
 from perflake.normalize import normalize
 from perflake.readers import detect, get_reader
@@ -180,6 +181,7 @@ def test_tiny_database_hand_computed(tmp_path, variant, footer):
     assert (m["time (inc)"].role, m["sum(time)"].role) == ("inclusive", "other")
     md = rows.metadata
     assert md["hpctoolkit.folded_contexts"] == 4  # points 7, 8, 9 and 11 have values but no element
+    assert md["hpctoolkit.call_only_lines"] == 0
     assert md["hpctoolkit.totals"] == {"sum(time (inc))": 11.25}  # the global context (id 0) is no node
     assert md["hpctoolkit.id_tuple_bytes"] == (18 if variant == "2022" else 10)
     assert md["hpctoolkit.profile_db_version"] == ("4.0" if variant == "2022" else "1.0")
@@ -188,6 +190,22 @@ def test_tiny_database_hand_computed(tmp_path, variant, footer):
         (0, -1, -1, True), (1, 1, 0, False), (2, 0, 0, False)]
     assert md["hpctoolkit.host_ids"] == [0xABC]
     normalize(rows)
+
+
+def test_a_line_with_only_calls_makes_no_node(tmp_path):
+    """hpcprof2 writes an <S> for a line whose only cost is the calls made on it (its execution value, no
+    function value); the old hpcprof wrote none, and here it would be an empty leaf beside its calls."""
+    db = build_tiny(tmp_path / "db")
+    before = frame_values(Reader().read(str(db)))
+    xml = (db / "experiment.xml").read_text()
+    (db / "experiment.xml").write_text(xml.replace('<C i="5"', '<S i="14" it="14" l="14" s="2" v="0"/>\n<C i="5"'))
+    profiles = [([(0, 0, 0, 0)], {**SUMMARY, 14: {0: 1.0}}), ([(1, 0, 1, 1), (2, 0, 1, 1), (3, 0, 0, 0)], B),
+                ([(1, 0, 1, 1), (2, 0, 0, 0), (3, 0, 0, 0)], {**A, 14: {0: 1.0}})]
+    (db / "profile.db").write_bytes(profile_db(profiles, 18, 4))
+    rows = Reader().read(str(db))
+    assert "app.c:14" not in rows.frames.column("name").to_pylist() and frame_values(rows) == before
+    assert rows.metadata["hpctoolkit.call_only_lines"] == 1 and rows.metadata["hpctoolkit.folded_contexts"] == 4
+    assert fuzz.contract_problems(rows) == []
 
 
 def test_tiny_cct_db_is_not_needed(tmp_path):
@@ -345,6 +363,12 @@ def test_generated_round_trip(tmp_path, nodes, ranks, threads, variant, n_metric
                                    m.exclusive.sum(axis=0) * 1e3, rtol=1e-9)
     assert rows.metadata["hpctoolkit.id_tuple_bytes"] == (18 if variant == "2022" else 10)
     assert fuzz.contract_problems(rows) == []  # the reader contract (tests/test_reader_contract.py has no dataset)
+    stmt = [i for i, t in enumerate(types) if t == "statement"]
+    assert set(stmt) <= set(v["local_id"])  # no empty statement: lines with only calls make no node
+    ctx = Contexts(tree, _APPS[7 % len(_APPS)], 7000)  # the writer's context tree: its lines without own cost
+    _, fun = ctx.propagate(ctx.point_values(m.exclusive))
+    want = int(((np.array(ctx.kind) == 2) & (fun == 0).all(axis=1)).sum())  # kind 2: a line
+    assert rows.metadata["hpctoolkit.call_only_lines"] == want and (want > 0) == (nodes > 1)
     a, b = normalize(rows), normalize(rows)
     assert a.nodes.column("node_id").to_pylist() == b.nodes.column("node_id").to_pylist()
 

@@ -306,12 +306,11 @@ def _write_run(run: pathlib.Path, ctx: Contexts, exclusive: np.ndarray, app: str
     tuple_ptr = idt_ptr + np.r_[0, np.cumsum([len(x) for x in tuples])[:-1]]
     idt = b"".join(tuples)
     infos = [None] * n_prof
-    summ = {key: np.zeros((ctx.n, n_metrics)) for key in ("cnt_e", "sum_e", "sq_e", "cnt_f", "sum_f", "sq_f")}
-    summ.update({f"{w}_{s}": np.full((ctx.n, n_metrics), init) for w, init in (("lo", np.inf), ("hi", 0.0))
-                 for s in "ef"})
+    # summary partials per MetricDB id: count, sum, sum of squares, min and max over the locations
+    cnt, total, sq, hi = (np.zeros((ctx.n, 2 * n_metrics)) for _ in range(4))
+    low = np.full((ctx.n, 2 * n_metrics), np.inf)
     cct_parts = []
-    pdb = run / "profile.db"
-    with open(pdb, "wb") as fh:
+    with open(run / "profile.db", "wb") as fh:
         pos = _align(idt_ptr + len(idt))
         fh.seek(pos)
         for lo in range(0, n_cols, 16):
@@ -321,13 +320,11 @@ def _write_run(run: pathlib.Path, ctx: Contexts, exclusive: np.ndarray, app: str
                 vals = np.zeros((ctx.n, 2 * n_metrics))
                 for j in range(n_metrics):
                     vals[:, 2 * j], vals[:, 2 * j + 1] = exe[:, c] * scale[j], fun[:, c] * scale[j]
-                    for s, v in (("e", vals[:, 2 * j]), ("f", vals[:, 2 * j + 1])):
-                        nz = v != 0
-                        summ[f"cnt_{s}"][:, j] += nz
-                        summ[f"sum_{s}"][:, j] += v
-                        summ[f"sq_{s}"][:, j] += v * v
-                        summ[f"lo_{s}"][nz, j] = np.minimum(summ[f"lo_{s}"][nz, j], v[nz])
-                        summ[f"hi_{s}"][:, j] = np.maximum(summ[f"hi_{s}"][:, j], v)
+                cnt += vals != 0
+                total += vals
+                sq += vals * vals
+                low = np.where(vals != 0, np.minimum(low, vals), low)
+                hi = np.maximum(hi, vals)
                 data, n_vals, n_ctx = _block(ids, mids, vals[by_id])
                 infos[info_of_col[col]] = (n_vals, n_ctx, pos)
                 fh.write(data)
@@ -336,13 +333,9 @@ def _write_run(run: pathlib.Path, ctx: Contexts, exclusive: np.ndarray, app: str
                     nz = np.nonzero(vals[by_id])
                     cct_parts.append((ids[nz[0]], mids[nz[1]], np.full(nz[0].size, info_of_col[col]),
                                       vals[by_id][nz]))
-        summ["lo_e"][np.isinf(summ["lo_e"])] = 0
-        summ["lo_f"][np.isinf(summ["lo_f"])] = 0
-        cols_s, smids = [], []
-        for j in range(n_metrics):
-            for s, db in (("e", 2 * j), ("f", 2 * j + 1)):  # ascending ids: partials 0..4 of each MetricDB id
-                cols_s += [summ[f"{w}_{s}"][:, j] for w in ("cnt", "sum", "sq", "lo", "hi")]
-                smids += [(db << 8) + k for k in range(5)]
+        low[np.isinf(low)] = 0
+        cols_s = [a[:, d] for d in range(2 * n_metrics) for a in (cnt, total, sq, low, hi)]
+        smids = [(d << 8) + k for d in range(2 * n_metrics) for k in range(5)]  # ascending
         data, n_vals, n_ctx = _block(ids, np.array(smids), np.stack(cols_s, axis=1)[by_id])
         infos[0] = (n_vals, n_ctx, pos)
         fh.write(data + b"tfBDFORP")  # PROFDBft, written as a native (little-endian) u64 by hpcprof2
