@@ -56,24 +56,26 @@ B = {0: {0: 3.5}, 1: {0: 3.5, 1: 1.5}, 2: {0: .5, 1: .5}, 3: {0: 3.0, 1: 1.0}, 4
 SUMMARY = {c: {(m << 8): A.get(c, {}).get(m, 0) + B.get(c, {}).get(m, 0) for m in (0, 1)
                if A.get(c, {}).get(m) or B.get(c, {}).get(m)} for c in sorted(A)}
 # expected (time, time (inc)) per node: exclusive made additive, a statement's inclusive = its exclusive
+UNK = "<unknown procedure> 0x10 [libx.so]"  # the unsymbolized instruction's PF; its S is "<unknown file>:0"
 EXPECTED = {
     0: {"main": (0, 7.75), "app.c:11": (1.5, 1.5), "Loop@app.c:12": (0, 6.25), "app.c:13": (.25, .25),
-        "13:work": (0, 6), "app.c:31": (2, 2), "<unknown procedure> 0x10 [libx.so]": (0, 4), "<unknown file>:0": (4, 4)},
+        "13:work": (0, 6), "app.c:31": (2, 2), UNK: (0, 4), "<unknown file>:0": (4, 4)},
     1: {"main": (0, 3.5), "app.c:11": (.5, .5), "Loop@app.c:12": (0, 3), "app.c:13": (1, 1), "13:work": (None, 2),
-        "<unknown procedure> 0x10 [libx.so]": (0, 2), "<unknown file>:0": (2, 2)},
+        UNK: (0, 2), "<unknown file>:0": (2, 2)},
     -1: {"main": (0, 11.25), "app.c:11": (2, 2), "Loop@app.c:12": (0, 9.25), "app.c:13": (1.25, 1.25),
-         "13:work": (0, 8), "app.c:31": (2, 2), "<unknown procedure> 0x10 [libx.so]": (0, 6), "<unknown file>:0": (6, 6)},
+         "13:work": (0, 8), "app.c:31": (2, 2), UNK: (0, 6), "<unknown file>:0": (6, 6)},
 }
 PARENT = {"main": None, "app.c:11": "main", "Loop@app.c:12": "main", "app.c:13": "Loop@app.c:12",
-          "13:work": "Loop@app.c:12", "app.c:31": "13:work", "<unknown procedure> 0x10 [libx.so]": "13:work",
-          "<unknown file>:0": "<unknown procedure> 0x10 [libx.so]"}
+          "13:work": "Loop@app.c:12", "app.c:31": "13:work", UNK: "13:work", "<unknown file>:0": UNK}
 
 
 def tiny_xml(variant: str) -> str:
     """2021: the unsymbolized instruction is <PF i="-13"><S i="13"/>; 2022: <PF i="13"><S i="-13"/>."""
     pf, s = ("-13", "13") if variant == "2021" else ("13", "-13")
-    metric = lambda i, n, t, p, kind, frm: (f'<Metric i="{i}" o="{i}" n="CPUTIME (sec):{n}" v="derived-incr" t="{t}"'  # noqa: E731
-                                            f' partner="{p}" show="1"><MetricFormula t="{kind}" frm="{frm}"/></Metric>\n')
+    def metric(i, n, t, p, kind, frm):
+        return (f'<Metric i="{i}" o="{i}" n="CPUTIME (sec):{n}" v="derived-incr" t="{t}" partner="{p}" show="1">'
+                f'<MetricFormula t="{kind}" frm="{frm}"/></Metric>\n')
+
     return (
         '<?xml version="1.0"?>\n<HPCToolkitExperiment version="4.0">\n<Header n="tiny">\n<Info/>\n</Header>\n'
         '<SecCallPathProfile i="0" n="tiny">\n<SecHeader>\n<IdentifierNameTable>\n'
@@ -81,7 +83,8 @@ def tiny_xml(variant: str) -> str:
         + "</IdentifierNameTable>\n<MetricTable>\n"
         + metric(0, "PARTIAL:0 (I)", "inclusive", 256, "combine", "sum($0, $0)")
         + metric(256, "PARTIAL:0 (E)", "exclusive", 0, "combine", "sum($256, $256)")
-        + metric(255, "Sum (I)", "inclusive", 511, "view", "$0") + metric(511, "Sum (E)", "exclusive", 255, "view", "$256")
+        + metric(255, "Sum (I)", "inclusive", 511, "view", "$0")
+        + metric(511, "Sum (E)", "exclusive", 255, "view", "$256")
         + '</MetricTable>\n<MetricDBTable>\n<MetricDB i="0" n="CPUTIME (sec) (I)"/>\n'
         '<MetricDB i="1" n="CPUTIME (sec) (E)"/>\n</MetricDBTable>\n'
         '<LoadModuleTable>\n<LoadModule i="1" n="/bin/app"/>\n<LoadModule i="2" n="/lib/libx.so"/>\n'
