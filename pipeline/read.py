@@ -27,5 +27,6 @@ def read_caliper(path: str | os.PathLike) -> GraphFrame:
 
 
 def read_hpctoolkit(path: str | os.PathLike) -> GraphFrame:
-    """Read an HPCToolkit database: the old experiment.xml + metric-db layout or v4 meta.db/profile.db (sniffed)."""
-    return read(path, readers.detect_among(path, ("hpctoolkit", "hpctoolkit_v4")))
+    """Read an HPCToolkit database: the old experiment.xml + metric-db layout, the 2021-2022 sparse layout
+    (experiment.xml + profile.db) or v4 meta.db/profile.db (sniffed)."""
+    return read(path, readers.detect_among(path, ("hpctoolkit", "hpctoolkit_sparse", "hpctoolkit_v4")))

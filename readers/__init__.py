@@ -17,6 +17,7 @@ _REGISTRY = {
     "caliper_json": "perflake.readers.caliper_json",
     "hatchet_json": "perflake.readers.hatchet_json",
     "hpctoolkit": "perflake.readers.hpctoolkit",
+    "hpctoolkit_sparse": "perflake.readers.hpctoolkit_sparse",
     "hpctoolkit_v4": "perflake.readers.hpctoolkit_v4",
     "tau": "perflake.readers.tau",
 }

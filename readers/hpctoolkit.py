@@ -91,6 +91,10 @@ class Reader:
                 head = fh.read(1 << 16)
             if not re.search(rb"<(?:!DOCTYPE\s+)?HPCToolkitExperiment[\s/>]", head):
                 return False
+            if os.path.isfile(sparse := os.path.join(path, "profile.db")):  # 2021-2022: hpctoolkit_sparse
+                with open(sparse, "rb") as fh:
+                    if fh.read(16) == b"HPCPROF-profdb__":
+                        return False
             for f in _metric_db_files(path):
                 with open(f, "rb") as fh:
                     return fh.read(len(MAGIC)) == MAGIC

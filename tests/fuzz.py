@@ -66,6 +66,8 @@ SOURCES = {
     "hpctoolkit_v4": ["hpctoolkit-gamess"],
     "tau": ["tau-cpi-mpi"],
 }
+# formats with no real input under DATA: their own test file fuzzes databases of their generator
+GENERATED_ONLY = {"hpctoolkit_sparse": "tests/test_hpctoolkit_sparse.py"}
 # share of the cases per format (hpctoolkit_v4 is small: its only real database takes ~0.4 s to read)
 WEIGHTS = {"caliper": 0.25, "caliper_json": 0.2, "hatchet_json": 0.06, "hpctoolkit": 0.21, "hpctoolkit_v4": 0.07,
            "tau": 0.21}

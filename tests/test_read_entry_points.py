@@ -25,7 +25,7 @@ def test_hpctoolkit_v4_is_sniffed(shared_data):
 
 
 def test_wrong_format_is_a_clear_error(shared_data):
-    with pytest.raises(FormatNotRecognized, match="not a hpctoolkit or hpctoolkit_v4 profile"):
+    with pytest.raises(FormatNotRecognized, match="not a hpctoolkit or hpctoolkit_sparse or hpctoolkit_v4 profile"):
         perflake.read_hpctoolkit(shared_data("tau-cpi-mpi"))
 
 
