@@ -87,7 +87,7 @@ def check(cat, *, migrate: bool = True) -> list[str]:
 
 
 def _apply(cat, marker: str) -> list[str]:
-    from perflake import __version__
+    from perflake._version import __version__
 
     info = read_marker(cat)
     try:

@@ -9,13 +9,50 @@ Quick start::
     gf = lake.graphframe(run_id)            # a Hatchet-style GraphFrame
     print(gf.tree())
     gf = perflake.read_tau("profile-dir")   # no lake needed
+
+The package is lazy (PEP 562): ``import perflake`` (and so ``import perflake.readers.tau``) loads nothing else;
+each public name below is imported on first use.  Modules of perflake never import this package root: the
+version is in :mod:`perflake._version`.
 """
 
-__version__ = "0.1.0"
+from __future__ import annotations
 
-from perflake.errors import LakeError, PerflakeError, ReaderError  # noqa: E402
-from perflake.graphframe import GraphFrame  # noqa: E402
-from perflake.lake import Lake  # noqa: E402
-from perflake.read import read, read_caliper, read_hpctoolkit, read_tau  # noqa: E402
+import importlib
 
-__all__ = ["GraphFrame", "Lake", "LakeError", "PerflakeError", "ReaderError", "read", "read_caliper", "read_hpctoolkit", "read_tau", "__version__"]
+from perflake._version import __version__
+# Eager, and light (perflake.read imports its GraphFrame and SQL path when called): the function `read` must
+# shadow the submodule `perflake.read` before anything imports that submodule, which would otherwise set the
+# package attribute `read` to the module.
+from perflake.read import read, read_caliper, read_hpctoolkit, read_tau
+
+# public name -> module defining it (imported on first attribute access)
+_PUBLIC = {
+    "GraphFrame": "perflake.graphframe",
+    "Lake": "perflake.lake",
+    "LakeError": "perflake.errors",
+    "PerflakeError": "perflake.errors",
+    "ReaderError": "perflake.errors",
+}
+
+__all__ = ["GraphFrame", "Lake", "LakeError", "PerflakeError", "ReaderError", "read", "read_caliper", "read_hpctoolkit",
+           "read_tau", "__version__"]
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    elif not name.startswith("__"):  # a submodule (`perflake.query`, `perflake.plots`...): import it on first use
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

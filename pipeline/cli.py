@@ -278,7 +278,7 @@ def cmd_generate(args) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from perflake import __version__
+    from perflake._version import __version__
 
     p = argparse.ArgumentParser(prog="perflake", description="A columnar data lake for HPC call-path profiles.")
     p.add_argument("--version", action="version", version=f"perflake {__version__}")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from perflake import __version__
+from perflake._version import __version__
 from perflake.catalogs.catalog import Catalog, new_batch_id
 from perflake.catalogs.schema import INGEST_LOG_SCHEMA
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from perflake import __version__
+from perflake._version import __version__
 from perflake.ingest_log import Outcome
 
 

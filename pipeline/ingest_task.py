@@ -17,7 +17,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from perflake import __version__
+from perflake._version import __version__
 from perflake.catalogs.catalog import Catalog, new_batch_id
 from perflake.catalogs.schema import SCHEMA_VERSION
 from perflake.catalogs.well_known import promote

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from perflake import readers
-from perflake.graphframe import GraphFrame
-from perflake.normalize import normalize
+
+if TYPE_CHECKING:  # imported when called: `import perflake` loads these names eagerly and must stay light
+    from perflake.graphframe import GraphFrame
 
 
 def read(path: str | os.PathLike, kind: str | None = None) -> GraphFrame:
     """Read ``path`` (format sniffed unless ``kind`` is given) and return a GraphFrame."""
+    from perflake.graphframe import GraphFrame
+    from perflake.normalize import normalize
+
     rows = readers.read(path, kind)
     n = normalize(rows)
     return GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata, fmt=rows.format)
