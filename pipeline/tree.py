@@ -31,7 +31,7 @@ from perflake.node_values import location_mask, metric_names
 
 def header(metrics) -> str:
     """perflake's own header line (not Hatchet's banner: this is not Hatchet), naming the metric(s) shown."""
-    from perflake import __version__
+    from perflake._version import __version__
 
     label = "metric" if len(metrics) == 1 else "metrics"
     return f"perflake {__version__} \u00b7 {label}: {', '.join(map(str, metrics))}\n\n"
