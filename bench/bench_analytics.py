@@ -908,7 +908,7 @@ def bench_ensemble(ctx: Ctx):
         finally:
             con.close()
 
-    from perflake import ensemble as ens
+    from perflake.analytics import ensemble as ens
 
     stats_lake = perflake.Lake(lake_dir)  # like the hand queries: the catalog is read outside the timer
     stats_rows = ens.with_metric(ens.select(stats_lake), SPOT_METRIC)

@@ -177,7 +177,7 @@ def rows_by_path(gf, columns: list[str]):
     per call path, not per row: 10,240,000 rows at 10000 x 1024)."""
     import numpy as np
     import pandas as pd
-    from perflake.frame_tables import locations, node_ids
+    from perflake.frame.tables import locations, node_ids
 
     df = gf.dataframe
     by_id = path_keys(gf.graph)
@@ -258,7 +258,7 @@ def perflake_side(a, run_dir: pathlib.Path) -> tuple[dict, dict]:
         out[f"{op}_ids"] = {keys[int(i)] for i in ids}
         ops[f"{op} filter"], fq = best_of(a, f"{op} filter(squash=False)",
                                           lambda q=q: gf.filter(q, squash=False, multi_index_mode="any"))
-        from perflake.frame_tables import node_ids
+        from perflake.frame.tables import node_ids
 
         out[f"{op}_filter"] = {keys[int(i)] for i in np.unique(node_ids(fq.dataframe))}
         del fq

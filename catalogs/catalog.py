@@ -7,7 +7,7 @@ Layout under the lake root (any fsspec URL; a local directory by default)::
     nodes/part-<batch>.parquet     rows of every run of that batch, sorted by run_id, node_id
     edges/part-<batch>.parquet     sorted by run_id, parent_id, child_id
     metrics/part-<batch>.parquet   sorted by run_id, node_id, rank, thread
-    ingest_log/part-<id>.parquet   one file per ingest invocation that attempted something (perflake.ingest_log)
+    ingest_log/part-<id>.parquet   one file per ingest invocation that attempted something (perflake.ingest.log)
 
 A batch is visible only once its ``runs/part-<batch>.parquet`` exists; that file is written under a
 temporary name and renamed, so a crash leaves either a complete batch or invisible leftovers.  Data files
@@ -185,7 +185,7 @@ class Catalog:
         """The data files of ``table`` for the given batches, as DuckDB paths."""
         return [self.duck_path(self.path(table, b)) for b in sorted(set(batches))]
 
-    # -- the ingest log (perflake.ingest_log) -----------------------------------------------------------------
+    # -- the ingest log (perflake.ingest.log) -----------------------------------------------------------------
     def log_parts(self) -> list[str]:
         """Paths of the ingest log's files (each one complete: written under a temporary name, renamed)."""
         return sorted(self.fs.glob(f"{self.root}/{INGEST_LOG}/part-*.parquet"))

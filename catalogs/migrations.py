@@ -38,7 +38,7 @@ def _add_ingest_log(cat) -> None:
 
 MIGRATIONS = (
     Migration("0001-ingest-log", 1, 2, _add_ingest_log,
-              "adds the ingest_log/ folder: one Parquet file of attempts per ingest (perflake.ingest_log)"),
+              "adds the ingest_log/ folder: one Parquet file of attempts per ingest (perflake.ingest.log)"),
 )
 
 

@@ -9,7 +9,7 @@ SCHEMA_VERSION = 2  # a change bumps this and adds a named migration (catalogs/m
 MARKER = "perflake.json"  # at the lake root: {"format": "perflake-lake", "schema_version": 2, "migrations": [...]}
 DATA_TABLES = ("nodes", "edges", "metrics")
 RUNS = "runs"
-INGEST_LOG = "ingest_log"  # one Parquet file per ingest invocation that attempted something (perflake.ingest_log)
+INGEST_LOG = "ingest_log"  # one Parquet file per ingest invocation that attempted something (perflake.ingest.log)
 INGEST_STATUSES = ("ingested", "skipped", "failed")
 
 METRIC_STRUCT = pa.struct([("name", pa.string()), ("role", pa.string()), ("unit", pa.string()), ("pair", pa.string())])

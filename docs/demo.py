@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "demo-data"
 LAKE = ROOT / "demo-lake"
 OUT = ROOT / "demo-out"
-PERFLAKE = [sys.executable, "-m", "perflake.cli"]
+PERFLAKE = [sys.executable, "-m", "perflake.cli.app"]
 
 
 def step(title: str, *args: str) -> str:

@@ -27,7 +27,7 @@ from perflake.read import read, read_caliper, read_hpctoolkit, read_tau
 
 # public name -> module defining it (imported on first attribute access)
 _PUBLIC = {
-    "GraphFrame": "perflake.graphframe",
+    "GraphFrame": "perflake.frame.graphframe",
     "Lake": "perflake.lake",
     "LakeError": "perflake.errors",
     "PerflakeError": "perflake.errors",
@@ -56,3 +56,34 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_PUBLIC))
+
+
+# --- compat: old import paths of moved public modules (written by relayout.py) ---
+_MOVED_MODULES = {'perflake.hatchet_json': 'perflake.interop.json_files'}  # relayout: keep
+
+
+class _MovedModule:
+    """Import hook: an old path in _MOVED_MODULES imports the module at its new path (the same module object)."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name not in _MOVED_MODULES:
+            return None
+        import importlib.util
+
+        return importlib.util.spec_from_loader(name, _MovedModule)
+
+    @staticmethod
+    def create_module(spec):
+        module = importlib.import_module(_MOVED_MODULES[spec.name])
+        spec.loader_state = module.__spec__
+        return module
+
+    @staticmethod
+    def exec_module(module):
+        module.__spec__ = module.__spec__.loader_state  # the import machinery set the alias spec: restore
+
+
+if not any(f is _MovedModule for f in __import__("sys").meta_path):
+    __import__("sys").meta_path.append(_MovedModule)
+# --- end of compat ---

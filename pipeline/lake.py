@@ -1,5 +1,5 @@
 """Lake: the user's handle on a lake root (any fsspec URL).  Thin: storage is in ``catalogs``, ingest in
-``perflake.ingest``, every query in ``sql/``."""
+``perflake.ingest.driver``, every query in ``sql/``."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING
 import duckdb
 import pyarrow as pa
 
-from perflake import duck, sqlfiles
+from perflake.engine import duck, sqlfiles
 from perflake.catalogs.catalog import Catalog
 from perflake.catalogs.schema import DATA_TABLES, INGEST_LOG, INGEST_LOG_SCHEMA
 from perflake.errors import LakeError, UnknownRun, UsageError
-from perflake.ingest import LOCK_TIMEOUT, IngestReport, ingest
+from perflake.ingest.driver import LOCK_TIMEOUT, IngestReport, ingest
 from perflake.readers.base import Metric
 
 if TYPE_CHECKING:  # pandas and the GraphFrame load on first use: ingest needs neither
     import pandas as pd
 
-    from perflake.graphframe import GraphFrame
+    from perflake.frame.graphframe import GraphFrame
 
 _EMPTY = {
     "nodes": pa.schema([("run_id", pa.string()), ("node_id", pa.uint64()), ("parent_id", pa.uint64()),
@@ -52,7 +52,7 @@ class Lake:
     def ingest(self, paths, *, progress: bool = False, retry_failed: bool = False, follow_symlinks: bool = False,
                scheduler=None, lock_timeout: float | None = LOCK_TIMEOUT, min_age: float = 0.0) -> IngestReport:
         """Ingest every profile found under ``paths``; already-present runs (same bytes) are skipped, inputs
-        that failed before are retried only when they changed (see :func:`perflake.ingest.ingest`)."""
+        that failed before are retried only when they changed (see :func:`perflake.ingest.driver.ingest`)."""
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         return ingest(self.catalog(create=True), list(paths), progress=progress, retry_failed=retry_failed,
@@ -138,46 +138,46 @@ class Lake:
             values = sqlfiles.relation(con, "run_metrics", **params).to_arrow_table()
         finally:
             con.close()
-        from perflake.graphframe import GraphFrame
+        from perflake.frame.graphframe import GraphFrame
 
         return GraphFrame.from_tables(nodes, values, metrics, json.loads(row["metadata"] or "{}"), fmt=row["format"])
 
     def imbalance(self, runs=None, *, metric: str = "time", top: int | None = None, absent: str = "exclude",
                   k: int = 3, ddof: int = 1, where: str | None = None, scheduler=None) -> pd.DataFrame:
-        """Per-rank load imbalance per call path (see :func:`perflake.imbalance.imbalance`)."""
-        from perflake.imbalance import imbalance
+        """Per-rank load imbalance per call path (see :func:`perflake.analytics.imbalance.imbalance`)."""
+        from perflake.analytics.imbalance import imbalance
 
         return imbalance(self, runs, metric=metric, top=top, absent=absent, k=k, ddof=ddof, where=where,
                          scheduler=scheduler)
 
     def compare(self, a, b, *, metric: str = "time", scheduler=None) -> pd.DataFrame:
-        """Two runs (or two lists of runs) per call path, biggest regressions first (:func:`perflake.compare.compare`)."""
-        from perflake.compare import compare
+        """Two runs (or two lists of runs) per call path, biggest regressions first (:func:`perflake.analytics.compare.compare`)."""
+        from perflake.analytics.compare import compare
 
         return compare(self, a, b, metric=metric, scheduler=scheduler)
 
     def ensemble(self, where: str | None = None, group_by=None, **options) -> pd.DataFrame:
-        """Per call path statistics across runs (see :func:`perflake.ensemble.ensemble`)."""
-        from perflake.ensemble import ensemble
+        """Per call path statistics across runs (see :func:`perflake.analytics.ensemble.ensemble`)."""
+        from perflake.analytics.ensemble import ensemble
 
         return ensemble(self, where, group_by, **options)
 
     def scaling_table(self, metric: str | None = None, by: str = "nprocs", **options) -> pd.DataFrame:
-        """A metric per call path pivoted by a metadata key (see :func:`perflake.ensemble.scaling_table`)."""
-        from perflake.ensemble import scaling_table
+        """A metric per call path pivoted by a metadata key (see :func:`perflake.analytics.ensemble.scaling_table`)."""
+        from perflake.analytics.ensemble import scaling_table
 
         return scaling_table(self, metric, by, **options)
 
     def ensemble_graphframe(self, where: str | None = None, **options):
         """Ensemble statistics as a GraphFrame over the union of the runs' call paths."""
-        from perflake.ensemble import ensemble_graphframe
+        from perflake.analytics.ensemble import ensemble_graphframe
 
         return ensemble_graphframe(self, where, **options)
 
     def query(self, query, *, runs=None, where: str | None = None, multi_index_mode: str = "off",
               graphframes: bool = False):
-        """Nodes matching a call-path query in each run (see :func:`perflake.lake_query.query`)."""
-        from perflake.lake_query import query as run_query
+        """Nodes matching a call-path query in each run (see :func:`perflake.analytics.lake_query.query`)."""
+        from perflake.analytics.lake_query import query as run_query
 
         return run_query(self, query, runs=runs, where=where, multi_index_mode=multi_index_mode,
                          graphframes=graphframes)

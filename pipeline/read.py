@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 from perflake import readers
 
 if TYPE_CHECKING:  # imported when called: `import perflake` loads these names eagerly and must stay light
-    from perflake.graphframe import GraphFrame
+    from perflake.frame.graphframe import GraphFrame
 
 
 def read(path: str | os.PathLike, kind: str | None = None) -> GraphFrame:
     """Read ``path`` (format sniffed unless ``kind`` is given) and return a GraphFrame."""
-    from perflake.graphframe import GraphFrame
-    from perflake.normalize import normalize
+    from perflake.frame.graphframe import GraphFrame
+    from perflake.ingest.normalize import normalize
 
     rows = readers.read(path, kind)
     n = normalize(rows)

@@ -1,7 +1,7 @@
 """Hatchet's JSON (one run: what ``GraphFrame.to_json()`` of llnl-hatchet and ``perflake export`` write) as a
 reader, so that ``perflake ingest``/``tree``/``read`` take such files like any profile.
 
-The layout is described in :mod:`perflake.hatchet_json`; the rows are built as for a live Hatchet GraphFrame
+The layout is described in :mod:`perflake.interop.json_files`; the rows are built as for a live Hatchet GraphFrame
 (:mod:`perflake.readers.hatchet_layout`).  A Thicket JSON file (several profiles) is refused with a ReaderError.
 """
 
@@ -60,7 +60,7 @@ class Reader:
         rows.format = self.kind
         rows.reader_version = self.version
         for i, field in enumerate(rows.values.schema):  # infinities as NaN (readers/base.finite); converting a
-            if pa.types.is_floating(field.type):   # live GraphFrame (perflake.interop) keeps them: a user's values
+            if pa.types.is_floating(field.type):   # live GraphFrame (perflake.interop.hatchet) keeps them: a user's values
                 col = rows.values.column(i).to_numpy()
                 rows.values = rows.values.set_column(i, field, pa.array(finite(col), field.type))
         return rows

@@ -7,7 +7,7 @@
 -- params: $metrics (names present in both), $op ('add' | 'sub' | 'mul' | 'div'), $fill, $keep_left
 --         ($fill: DOUBLE or NULL; $keep_left: BOOLEAN)
 -- input: left_t, right_t(run_id, node_id, rank, thread, one DOUBLE column per metric) from
---        perflake.frame_tables.metrics_table
+--        perflake.frame.tables.metrics_table
 -- output: run_id, node_id, rank, thread, metric, value (long: sql/pivot_metrics.sql turns it wide)
 with left_long as (
     unpivot (

@@ -1,6 +1,6 @@
 -- name: imbalance_partial
 -- purpose: mergeable per-rank statistics of every call path over the locations (rank >= 0, thread) of one
---          task's input, where the node has a value; pipeline/imbalance.py merges the partials of a run's
+--          task's input, where the node has a value; pipeline/analytics/imbalance.py merges the partials of a run's
 --          rank ranges and applies absent='exclude' or 'zero'
 -- params: $k, $one_thread, $count_locations
 --         $k: how many top ranks to keep; $one_thread: true when every location of the input is thread 0 of

@@ -1,5 +1,5 @@
 -- name: imbalance_scan
--- purpose: the values of one metric of some runs within one rank range (one task of pipeline/parallel.py;
+-- purpose: the values of one metric of some runs within one rank range (one task of pipeline/engine/parallel.py;
 --          row-group statistics on the sorted run_id prune the scan)
 -- params: $files (metrics Parquet files), $run_ids, $metric (metric column name), $rank_lo, $rank_hi
 --         (inclusive rank range)

@@ -563,7 +563,7 @@ def _where(exc: BaseException) -> str:
 def check(kind: str, path: Path, root: Path) -> tuple[str, str]:
     """(outcome, detail) of reading ``path`` with the ``kind`` reader; ``root`` holds every input file."""
     from perflake.errors import PerflakeError, ReaderError
-    from perflake.normalize import normalize
+    from perflake.ingest.normalize import normalize
     from perflake.readers import detect, get_reader
 
     try:
@@ -648,7 +648,7 @@ def _limit_memory() -> None:
 def worker_main(case_file: str, start: int, workdir: str, data: str) -> None:
     """Read the cases of ``case_file`` from index ``start``; print START/END lines (the watchdog's heartbeat)."""
     _limit_memory()
-    import perflake.normalize  # noqa: F401  (imports before the first case: they do not count against it)
+    import perflake.ingest.normalize  # noqa: F401  (imports before the first case: they do not count against it)
     from perflake.readers import REGISTRY, get_reader
 
     for kind in REGISTRY:

@@ -153,8 +153,8 @@ def profile_rows(literal):
 
 def graphframe(literal):
     """A perflake GraphFrame of a literal (normalised like any reader's output)."""
-    from perflake.graphframe import GraphFrame
-    from perflake.normalize import normalize
+    from perflake.frame.graphframe import GraphFrame
+    from perflake.ingest.normalize import normalize
 
     n = normalize(profile_rows(literal))
     return GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info)

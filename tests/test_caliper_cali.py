@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from perflake.errors import ReaderError
-from perflake.graphframe import GraphFrame
-from perflake.normalize import normalize
+from perflake.frame.graphframe import GraphFrame
+from perflake.ingest.normalize import normalize
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, OTHER
 from perflake.readers.caliper import Reader
 

@@ -15,8 +15,8 @@ import pytest
 
 import golden as golden_check
 from perflake.errors import ReaderError
-from perflake.graphframe import GraphFrame
-from perflake.normalize import normalize
+from perflake.frame.graphframe import GraphFrame
+from perflake.ingest.normalize import normalize
 from perflake.readers.caliper_json import Reader
 
 CPI = "caliper-cpi-json/cpi-callpath-profile.json"

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import lake_files
 
-PERFLAKE = [sys.executable, "-m", "perflake.cli"]
+PERFLAKE = [sys.executable, "-m", "perflake.cli.app"]
 
 
 def run(*args, check_code=None):

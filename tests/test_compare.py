@@ -1,4 +1,4 @@
-"""Comparison of runs and groups of runs (perflake.compare), and GraphFrame arithmetic built on a join on
+"""Comparison of runs and groups of runs (perflake.analytics.compare), and GraphFrame arithmetic built on a join on
 call-path ids, against pandas on the same data and the rajaperf goldens."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from perflake import Lake
-from perflake.compare import add, compare, div, iadd, isub, mul, sub
+from perflake.analytics.compare import add, compare, div, iadd, isub, mul, sub
 from perflake.errors import LakeError, UnknownRun
-from perflake.frame_tables import node_ids
+from perflake.frame.tables import node_ids
 from perflake.generators import write_tau_runs
 
 

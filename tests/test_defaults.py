@@ -1,5 +1,5 @@
 """Defaults that fit the data (issue 13, item 10): the metric shown when none is named comes from the run's
-metrics by one rule (perflake.defaults), the tree names it, and the tree header is perflake's own.
+metrics by one rule (perflake.frame.defaults), the tree names it, and the tree header is perflake's own.
 
 Deviation from Hatchet, on purpose: for a Spot/RAJAPerf ``.cali`` (no ``time``) Hatchet 2026.2.0's
 ``from_caliperreader`` takes the first column, ``Min time/rank`` (and files all four timers as exclusive);
@@ -18,9 +18,9 @@ import sys
 import pytest
 
 import perflake
-from perflake import cli
-from perflake.defaults import frame_default, is_time_like, preferred, selection_default, shown_metric
-from perflake.ensemble import default_metric, ensemble, scaling_table
+from perflake.cli import app as cli
+from perflake.frame.defaults import frame_default, is_time_like, preferred, selection_default, shown_metric
+from perflake.analytics.ensemble import default_metric, ensemble, scaling_table
 from perflake.generators import WRITERS
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, OTHER, Metric
 
@@ -171,7 +171,7 @@ def test_cli_ensemble_and_scaling_without_metric(spot_lake, shared_data, capsys)
     spot_lake.ingest([shared_data("tau-cpi-mpi")])  # a mixed lake: the metric most runs have
     assert default_metric(spot_lake) == ("Avg time/rank", 5, 6)
     assert default_metric(spot_lake, where="format = 'tau'") == ("time (inc)", 1, 1)
-    proc = subprocess.run([sys.executable, "-m", "perflake.cli", "ensemble", "--lake", root, "--where",
+    proc = subprocess.run([sys.executable, "-m", "perflake.cli.app", "ensemble", "--lake", root, "--where",
                            "format = 'tau'", "--format", "csv"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "metric 'time (inc)' (1 of 1" in proc.stderr
     # the TAU root's inclusive time, the mean over its ranks: (51781 + 55329 + 54029 + 52908) / 4

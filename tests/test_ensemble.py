@@ -1,4 +1,4 @@
-"""Ensembles (perflake.ensemble): statistics across runs per call path equal those computed with pandas from
+"""Ensembles (perflake.analytics.ensemble): statistics across runs per call path equal those computed with pandas from
 the goldens (rajaperf, 5 Caliper runs) and from the lake's own metrics table (generated TAU runs)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from perflake import Lake
-from perflake.ensemble import ensemble, ensemble_graphframe, scaling_table
+from perflake.analytics.ensemble import ensemble, ensemble_graphframe, scaling_table
 from perflake.errors import LakeError, UsageError
 from perflake.generators import write_tau_runs
 

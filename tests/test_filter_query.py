@@ -37,10 +37,10 @@ def test_lake_query_over_runs_and_cli(tmp_path, lake):
     assert one["run_id"].nunique() == 1
     frames = lake.query([{"name": "MPI_.*"}], graphframes=True)
     assert all(set(gf.dataframe["name"]) >= {"MPI_Init()"} for gf in frames.values())
-    proc = subprocess.run([sys.executable, "-m", "perflake.cli", "query", 'MATCH (".", p) WHERE p."name" = "MPI_Init()"',
+    proc = subprocess.run([sys.executable, "-m", "perflake.cli.app", "query", 'MATCH (".", p) WHERE p."name" = "MPI_Init()"',
                            "--lake", str(tmp_path / "lake"), "--format", "json"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert {r["name"] for r in json.loads(proc.stdout)} == {"MPI_Init()"} and len(json.loads(proc.stdout)) == 2
-    bad = subprocess.run([sys.executable, "-m", "perflake.cli", "query", 'MATCH (".", p) WHERE p."name" =',
+    bad = subprocess.run([sys.executable, "-m", "perflake.cli.app", "query", 'MATCH (".", p) WHERE p."name" =',
                           "--lake", str(tmp_path / "lake")], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.startswith("perflake: ")

@@ -13,14 +13,14 @@ import pandas as pd
 import pytest
 
 import perflake
-from perflake import flamegraph
-from perflake.cli import main
+from perflake.render import flamegraph
+from perflake.cli.app import main
 from perflake.errors import RenderError
-from perflake.folded import to_dot, to_flamegraph
-from perflake.node_values import node_values
+from perflake.render.folded import to_dot, to_flamegraph
+from perflake.frame.node_values import node_values
 from perflake.generators import WRITERS
-from perflake.graph import Frame, Graph, Node
-from perflake.graphframe import GraphFrame
+from perflake.frame.graph import Frame, Graph, Node
+from perflake.frame.graphframe import GraphFrame
 
 from literal import MOCK_GRAPH, RANKS_GRAPH, graphframe, tree
 
@@ -309,7 +309,7 @@ def test_folded_scale_and_the_cli_warning_for_values_in_seconds(tmp_path, capsys
     tau = perflake.Lake(lake).graphframe(run_id)
     seconds = tau.copy()
     seconds.dataframe = tau.dataframe.assign(time=tau.dataframe["time"] / 1e6)
-    from perflake.folded import lost_to_rounding
+    from perflake.render.folded import lost_to_rounding
 
     assert lost_to_rounding(tau) == 0.0 and lost_to_rounding(seconds) == 1.0
     assert lost_to_rounding(seconds, scale=1e6) == 0.0
@@ -330,7 +330,7 @@ def test_caliper_inclusive_hash_metrics_pair_with_their_exclusive_partner(shared
     so folded stacks write exclusive values and the hot path follows inclusive ones."""
     gf = perflake.read_caliper(next(shared_data("caliper-sw4-cuda-activity-profile-cali").glob("*.cali")))
     inc, exc = "inclusive#scale#sum#cupti.host.duration", "scale#sum#cupti.host.duration"
-    from perflake.node_values import exclusive_metric, inclusive_metric
+    from perflake.frame.node_values import exclusive_metric, inclusive_metric
 
     assert (exclusive_metric(gf, inc), inclusive_metric(gf, exc), inclusive_metric(gf, inc)) == (exc, inc, inc)
     assert to_flamegraph(gf, scale=1e6).splitlines()[0] == "main 190094"  # main's own time, not its 271 s

@@ -23,7 +23,7 @@ import pytest
 import fuzz
 from conftest import _need, lake_files
 from perflake import Lake
-from perflake.normalize import normalize
+from perflake.ingest.normalize import normalize
 from perflake.readers import REGISTRY, get_reader
 
 N_CASES = int(os.environ.get("PERFLAKE_FUZZ_CASES", "1000"))
@@ -114,7 +114,7 @@ def lake_data(root: Path) -> dict[str, bytes]:
 
 
 def _ingest(paths, lake: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "perflake.cli", "ingest", *map(str, paths), "--lake", str(lake),
+    return subprocess.run([sys.executable, "-m", "perflake.cli.app", "ingest", *map(str, paths), "--lake", str(lake),
                            "--json", "--quiet"], capture_output=True, text=True, timeout=300)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from perflake.generators import make_metrics, make_tree
 from perflake.generators.hpctoolkit import write_hpctoolkit_runs
-from perflake.normalize import normalize
+from perflake.ingest.normalize import normalize
 from perflake.readers.hpctoolkit import Reader
 
 

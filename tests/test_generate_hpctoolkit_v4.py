@@ -311,7 +311,7 @@ def test_hatchet_from_hpctoolkit_latest_reads_it(tmp_path, bench_python):
 
 
 def test_cli_generate_v4_and_ingest(tmp_path):
-    run = lambda *a: subprocess.run([sys.executable, "-m", "perflake.cli", *map(str, a)],  # noqa: E731
+    run = lambda *a: subprocess.run([sys.executable, "-m", "perflake.cli.app", *map(str, a)],  # noqa: E731
                                     capture_output=True, text=True, timeout=300)
     gen = tmp_path / "gen"
     proc = run("generate", "hpctoolkit", gen, "--v4", "--nodes", 80, "--ranks", 3, "--runs", 2, "--seed", 4)

@@ -11,7 +11,7 @@ import literal as L
 from conftest import need_bench_python
 from perflake import query as pq
 from perflake.errors import QueryError
-from perflake.hatchet_json import write_hatchet_json
+from perflake.interop.json_files import write_hatchet_json
 
 # (name, perflake query builder, the same query in Hatchet's words); each applied with `.apply(gf)`
 CASES = [

@@ -30,7 +30,7 @@ from perflake import GraphFrame, Lake
 from perflake.errors import QueryError
 from perflake.query.predicates import python_to_re2
 
-PERFLAKE = [sys.executable, "-m", "perflake.cli"]
+PERFLAKE = [sys.executable, "-m", "perflake.cli.app"]
 TABLES = ("runs", "nodes", "edges", "metrics")
 EVIL = 'x"); drop table runs; --'  # a metric name, a node label, a metadata value...
 QUOTED = "it's"
@@ -359,7 +359,7 @@ DEEP = textwrap.dedent("""
     import json, resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # address space: thread stacks and arenas count (RSS ~260 MB)
     from perflake.errors import PerflakeError
-    from perflake.normalize import normalize
+    from perflake.ingest.normalize import normalize
     from perflake.readers import get_reader
     try:
         normalize(get_reader("caliper_json").read(sys.argv[1]))

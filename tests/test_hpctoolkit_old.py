@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from perflake.errors import ReaderError
-from perflake.graphframe import GraphFrame
-from perflake.normalize import normalize
+from perflake.frame.graphframe import GraphFrame
+from perflake.ingest.normalize import normalize
 from perflake.readers.hpctoolkit import Reader
 
 FINALIZE = ("<program root>", "main", "62:MPI_Finalize", "PMPI_Finalize", "294:MPID_Finalize", "162:MPIDI_CH3_Finalize",

@@ -32,7 +32,7 @@ from perflake.generators import make_metrics, make_tree, perturb
 from perflake.generators.hpctoolkit import _APPS
 from perflake.generators.hpctoolkit_sparse import Contexts, has_loop, write_hpctoolkit_sparse_runs
 from perflake.generators.names import MPI, category
-from perflake.normalize import normalize
+from perflake.ingest.normalize import normalize
 from perflake.readers import detect, get_reader
 from perflake.readers.hpctoolkit import Reader as OldReader
 from perflake.readers.hpctoolkit_sparse import Reader

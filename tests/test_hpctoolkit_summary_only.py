@@ -28,8 +28,8 @@ import pytest
 from perflake.errors import ReaderError
 from perflake.generators.hpctoolkit import write_hpctoolkit_runs
 from perflake.generators.hpctoolkit_summary import TRACE_HEADER, trace_id
-from perflake.graphframe import GraphFrame
-from perflake.normalize import normalize
+from perflake.frame.graphframe import GraphFrame
+from perflake.ingest.normalize import normalize
 from perflake.readers import detect
 from perflake.readers.hpctoolkit import Reader
 
@@ -359,7 +359,7 @@ def test_per_thread_reader_on_nested_loops(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- CLI, Hatchet
 def test_cli_generate_no_metric_db(tmp_path):
-    cli = [sys.executable, "-m", "perflake.cli", "generate"]
+    cli = [sys.executable, "-m", "perflake.cli.app", "generate"]
     done = subprocess.run([*cli, "hpctoolkit", str(tmp_path / "o"), "--nodes", "20", "--ranks", "2",
                            "--no-metric-db"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

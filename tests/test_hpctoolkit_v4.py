@@ -31,8 +31,8 @@ import pandas as pd
 import pytest
 
 from perflake.errors import ReaderError
-from perflake.graphframe import GraphFrame
-from perflake.normalize import normalize
+from perflake.frame.graphframe import GraphFrame
+from perflake.ingest.normalize import normalize
 from perflake.readers.hpctoolkit_v4 import MISSING_ROOT, ROOT_NAME, Reader, hatchet_function_name
 
 SAMPLE = "hpctoolkit-gamess"

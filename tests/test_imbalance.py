@@ -1,4 +1,4 @@
-"""Per-rank imbalance (perflake.imbalance) against pandas on the same data, and Hatchet's recipe on a
+"""Per-rank imbalance (perflake.analytics.imbalance) against pandas on the same data, and Hatchet's recipe on a
 GraphFrame: drop_index_levels with mean and with max over the rank/thread levels, then max / mean."""
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from perflake import GraphFrame, Lake, parallel
+from perflake import GraphFrame, Lake
+from perflake.engine import parallel
 from perflake.errors import LakeError, UnknownRun
 from perflake.generators import write_caliper_json_runs, write_tau_runs
-from perflake.imbalance import graphframe_imbalance, imbalance
+from perflake.analytics.imbalance import graphframe_imbalance, imbalance
 from perflake.readers.base import Metric
 
 STATS = ["locations", "present", "mean", "min", "max", "std", "imbalance"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perflake.normalize import normalize
+from perflake.ingest.normalize import normalize
 from perflake.readers.base import Metric
 from trees import profile
 

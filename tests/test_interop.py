@@ -1,5 +1,5 @@
-"""Interop with llnl-hatchet: Hatchet JSON and Thicket JSON written and read by perflake (perflake.hatchet_json),
-``from_hatchet`` / ``to_hatchet`` (perflake.interop), ``perflake export``, and the real Hatchet/Thicket loading
+"""Interop with llnl-hatchet: Hatchet JSON and Thicket JSON written and read by perflake (perflake.interop.json_files),
+``from_hatchet`` / ``to_hatchet`` (perflake.interop.hatchet), ``perflake export``, and the real Hatchet/Thicket loading
 our files in .bench-venv (tests/hatchet_load.py; skipped with the reason when that venv is absent)."""
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import pytest
 import hatchet_load
 from conftest import need_bench_python
 import literal
-from perflake.cli import main
+from perflake.cli.app import main
 from perflake.errors import InteropError, ReaderError
 from perflake.generators import write_tau_runs
-from perflake.hatchet_json import (from_hatchet_json, read_hatchet_json, thicket_profile, to_dict, to_hatchet_json,
-                                   to_thicket_dict, write_hatchet_json, write_thicket_json)
-from perflake.interop import from_hatchet, to_hatchet
+from perflake.interop.json_files import (from_hatchet_json, read_hatchet_json, thicket_profile, to_dict,
+                                         to_hatchet_json, to_thicket_dict, write_hatchet_json, write_thicket_json)
+from perflake.interop.hatchet import from_hatchet, to_hatchet
 from perflake.read import read, read_tau
 
 TAU = "tau-cpi-mpi"
@@ -49,7 +49,7 @@ def rows(gf, metrics=None) -> list:
 
 def by_id(gf, metrics) -> pd.DataFrame:
     """Values keyed by (call-path id, rank, thread), sorted."""
-    from perflake.frame_tables import locations, node_ids
+    from perflake.frame.tables import locations, node_ids
 
     df = gf.dataframe
     rank, thread = locations(df)
@@ -243,7 +243,7 @@ def test_real_thicket_reads_runs_with_ranks_and_threads(shared_data, tmp_path, t
         assert got == sorted(((x[0], x[1], x[2]), x[3][0]) for x in rows(gf, ["time"]))
 
 
-# -- to_hatchet: needs llnl-hatchet importable in this venv (it requires pandas<3: see perflake.interop) ---------
+# -- to_hatchet: needs llnl-hatchet importable in this venv (it requires pandas<3: see perflake.interop.hatchet) ---
 def test_to_hatchet_without_hatchet_says_how_to_install(monkeypatch):
     for mod in [m for m in sys.modules if m == "hatchet" or m.startswith("hatchet.")]:
         monkeypatch.delitem(sys.modules, mod)

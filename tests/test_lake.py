@@ -184,7 +184,7 @@ def test_concurrent_ingests_duplicate_nothing(tmp_path):
     gen = write_caliper_json_runs(tmp_path / "gen", nodes=20, ranks=2, runs=200, seed=11)
     lake_dir = tmp_path / "lake"
     t0 = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-m", "perflake.cli", "ingest", str(tmp_path / "gen"), "--lake",
+    procs = [subprocess.Popen([sys.executable, "-m", "perflake.cli.app", "ingest", str(tmp_path / "gen"), "--lake",
                                str(lake_dir), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(4)]
     outs = [p.communicate(timeout=120) for p in procs]

@@ -13,7 +13,7 @@ import perflake
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE_ROOTS = {"pipeline": "perflake", "readers": "perflake.readers", "catalogs": "perflake.catalogs"}
-HEAVY = ("duckdb", "pandas", "dask", "matplotlib", "perflake.lake", "perflake.graphframe")
+HEAVY = ("duckdb", "pandas", "dask", "matplotlib", "perflake.lake", "perflake.frame.graphframe")
 
 
 def _loaded_after(statement: str) -> list[str]:
@@ -36,7 +36,7 @@ def test_import_perflake_alone_is_light():
 
 def test_the_public_names_are_still_there():
     from perflake.errors import LakeError, PerflakeError, ReaderError
-    from perflake.graphframe import GraphFrame
+    from perflake.frame.graphframe import GraphFrame
     from perflake.lake import Lake
     from perflake.read import read, read_caliper, read_hpctoolkit, read_tau
 
@@ -51,7 +51,7 @@ def test_the_public_names_are_still_there():
 
 def test_read_stays_the_function_whatever_is_imported_first():
     """`perflake.read` is both a function and a submodule: importing the submodule must not replace the function."""
-    code = ("import perflake.read, perflake.graphframe, perflake; from perflake.read import read_tau; "
+    code = ("import perflake.read, perflake.frame.graphframe, perflake; from perflake.read import read_tau; "
             "print(callable(perflake.read), perflake.read.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "perflake.read"]

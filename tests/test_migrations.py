@@ -10,7 +10,7 @@ import pytest
 from perflake import Lake
 from perflake.catalogs import migrations
 from perflake.catalogs.schema import INGEST_LOG, MARKER, SCHEMA_VERSION
-from perflake.cli import main
+from perflake.cli.app import main
 from perflake.errors import LakeError
 from perflake.generators.tau import write_tau_runs
 

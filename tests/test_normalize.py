@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 from perflake.errors import ReaderError
-from perflake.graphframe import GraphFrame
-from perflake.normalize import normalize, normalize_many
+from perflake.frame.graphframe import GraphFrame
+from perflake.ingest.normalize import normalize, normalize_many
 from perflake.readers.base import Metric
 from trees import SMALL_EXPECTED_EXC, SMALL_EXPECTED_INC, profile, small_exclusive_only
 
@@ -104,7 +104,7 @@ def test_nan_is_absent_when_siblings_merge():
 def test_a_batch_mixing_derivations_in_either_order(first):
     """One batch, one run needing exclusive values derived and one needing inclusive ones (two groups on one
     connection): each gets its own values, whichever group runs first."""
-    from perflake.normalize import normalize_many
+    from perflake.ingest.normalize import normalize_many
 
     nodes = [(0, -1, "main"), (1, 0, "x"), (2, 1, "y"), (3, 1, "z")]
     inc_only = profile(nodes, [(0, 0, 0, 10.0), (1, 0, 0, 7.0), (2, 0, 0, 3.0), (3, 0, 0, 1.0)],

@@ -1,4 +1,4 @@
-"""Dask fan-out (perflake.parallel): the task plan, local schedulers, and a real dask.distributed
+"""Dask fan-out (perflake.engine.parallel): the task plan, local schedulers, and a real dask.distributed
 LocalCluster (2 worker processes, 1 thread each, on loopback) giving the same results as the local
 scheduler; the cluster is closed at the end of the module."""
 
@@ -7,11 +7,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from perflake import Lake, parallel
-from perflake.compare import compare
-from perflake.ensemble import ensemble
+from perflake import Lake
+from perflake.engine import parallel
+from perflake.analytics.compare import compare
+from perflake.analytics.ensemble import ensemble
 from perflake.generators import write_tau_runs
-from perflake.imbalance import imbalance
+from perflake.analytics.imbalance import imbalance
 
 
 def rows(*spec):

@@ -2,7 +2,7 @@
 
 Expected values marked "llnl-hatchet 2026.2.0" were printed by Hatchet itself in the benchmark venv
 (``.bench-venv``) on the same literals or files; the test environment has no Hatchet, so they are pasted here.
-Where perflake differs on purpose, the test says so and the module docstrings of perflake.literal_io,
+Where perflake differs on purpose, the test says so and the module docstrings of perflake.interop.literal,
 .aggregate, .subtree, .unify and .tree give the reason.
 """
 
@@ -16,8 +16,8 @@ import pytest
 import perflake
 from perflake import GraphFrame
 from perflake.errors import RenderError
-from perflake.frame_tables import metric_roles
-from perflake.graph_ops import links
+from perflake.frame.tables import metric_roles
+from perflake.frame.graph_ops import links
 from literal import MOCK_GRAPH
 
 F = "function"
@@ -345,7 +345,7 @@ def test_arithmetic_marks_one_sided_nodes_as_hatchet():
 
 def test_right_only_nodes_and_in_place_operators():
     ga, gb = GraphFrame.from_literal(A), GraphFrame.from_literal(B)
-    # llnl-hatchet 2026.2.0 marks c ◀, d ▶, e ▶, keeps c's left value and leaves d and e NaN (perflake.compare)
+    # llnl-hatchet 2026.2.0 marks c ◀, d ▶, e ▶, keeps c's left value and leaves d and e NaN (perflake.analytics.compare)
     lines = (ga - gb).tree(render_header=False, colour=False).splitlines()
     assert lines == ["-9.000 main", "├─ -18.000 a", "│  └─ 4.000 c ◀ ", "├─ -72.000 b", "│  └─ nan d ▶ ",
                      "└─ nan e ▶ "]

@@ -28,10 +28,10 @@ import golden as golden_check
 import hatchet_load
 from conftest import need_bench_python
 from perflake.read import read, read_caliper, read_hpctoolkit, read_tau
-from perflake.frame_tables import node_ids
+from perflake.frame.tables import node_ids
 from perflake.generators import write_tau_runs
-from perflake.graphframe import GraphFrame
-from perflake.hatchet_json import read_hatchet_json, write_hatchet_json
+from perflake.frame.graphframe import GraphFrame
+from perflake.interop.json_files import read_hatchet_json, write_hatchet_json
 
 TAU = "tau-cpi-mpi"
 LULESH = "caliper-lulesh-json/lulesh-annotation-profile.json"
@@ -197,7 +197,7 @@ def test_tree_text_and_options(shared_data, golden):
                                              (RAJA.format(size=1048576, trial=1), AVG)])
 def test_tree_is_hatchets_tree_of_our_export(shared_data, tmp_path, dataset, metric):
     """Hatchet's own tree() (.bench-venv) of the exported run prints what ours prints; Hatchet writes 'None'
-    where a node has no file, perflake nothing (perflake.tree's docstring)."""
+    where a node has no file, perflake nothing (perflake.render.tree's docstring)."""
     need_bench_python()
     gf = read(shared_data(dataset))
     write_hatchet_json(gf, tmp_path / "run.json")

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from perflake import Lake
-from perflake.cli import main
+from perflake.cli.app import main
 from perflake.errors import PerflakeError, PlotError, UnknownRun
 from perflake.generators import write_caliper_json_runs, write_tau_runs
 from perflake.plots import Plot, plot_heatmap, plot_imbalance, plot_scaling
@@ -316,7 +316,7 @@ def test_cli_user_errors_exit_2_with_one_line(study, tmp_path, capsys, argv, mes
 
 
 def test_cli_does_not_import_matplotlib_until_a_plot_is_made():
-    code = "import sys, perflake.cli; perflake.cli._parser(); print('matplotlib' in sys.modules)"
+    code = "import sys, perflake.cli.app; perflake.cli.app._parser(); print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "False"
 

@@ -10,7 +10,7 @@ import pytest
 
 import literal as L
 from perflake import query as Q
-from perflake import sqlfiles
+from perflake.engine import sqlfiles
 
 # main -> pab1, p1x, abc, ab (leaves); every time 1.0, main's inclusive time 10.0
 SMALL = [L.tree("main", 10.0, 1.0, L.tree("pab1", 1.0, 1.0), L.tree("p1x", 1.0, 1.0), L.tree("abc", 1.0, 1.0),

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perflake import query as Q
-from perflake.graphframe import GraphFrame
-from perflake.normalize import normalize
+from perflake.frame.graphframe import GraphFrame
+from perflake.ingest.normalize import normalize
 from perflake.readers.base import Metric
 from trees import profile
 

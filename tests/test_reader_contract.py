@@ -13,7 +13,7 @@ import pytest
 
 from perflake.catalogs.schema import SCHEMA_VERSION
 
-from perflake.normalize import normalize
+from perflake.ingest.normalize import normalize
 from perflake.readers import REGISTRY, detect, get_reader
 from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER
 

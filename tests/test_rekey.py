@@ -1,13 +1,13 @@
-"""The array fast path of normalisation (pipeline/rekey.py) against its SQL statement (sql/rekey_metrics.sql)."""
+"""The array fast path of normalisation (pipeline/ingest/rekey.py) against its SQL statement (sql/rekey_metrics.sql)."""
 
 import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perflake import duck, sqlfiles
-from perflake import rekey as rekey_module
-from perflake.normalize import _nan_to_null, _rekey, _with_run, local_nodes
+from perflake.engine import duck, sqlfiles
+from perflake.ingest import rekey as rekey_module
+from perflake.ingest.normalize import _nan_to_null, _rekey, _with_run, local_nodes
 from perflake.readers.base import ProfileRows
 
 

@@ -18,9 +18,9 @@ import pytest
 from perflake import Lake
 from perflake.errors import LockTimeout
 from perflake.generators import write_caliper_json_runs, write_tau_runs
-from perflake.ingest import find_runs
+from perflake.ingest.driver import find_runs
 
-PERFLAKE = [sys.executable, "-m", "perflake.cli"]
+PERFLAKE = [sys.executable, "-m", "perflake.cli.app"]
 
 
 def cli(*args, timeout=120):
@@ -64,7 +64,7 @@ def test_every_attempt_is_logged_once_per_invocation(runs, tmp_path, lake):
 
 
 def test_log_files_are_compacted(runs, lake, monkeypatch):
-    import perflake.ingest_log as ingest_log
+    import perflake.ingest.log as ingest_log
 
     monkeypatch.setattr(ingest_log, "COMPACT_PARTS", 2)
     for run in runs:
@@ -94,7 +94,7 @@ def test_failed_input_retried_only_when_changed(runs, tmp_path, lake):
 
 
 def test_a_failure_under_another_perflake_version_is_retried(runs, tmp_path, lake, monkeypatch):
-    import perflake.ingest_log as ingest_log
+    import perflake.ingest.log as ingest_log
 
     bad = tmp_path / "bad"
     shutil.copytree(runs[1], bad)
@@ -160,7 +160,7 @@ def test_runs_of_older_lakes_are_still_recognised(tmp_path, lake, monkeypatch):
     """Earlier versions hashed a single file's name too: such a run in the catalog is still 'present'."""
     import hashlib
 
-    import perflake.ingest_task as task
+    import perflake.ingest.task as task
 
     src = write_caliper_json_runs(tmp_path / "in", nodes=20, ranks=1, runs=1, seed=8)[0]
     data = src.read_bytes()
@@ -298,7 +298,7 @@ def _content(lake: Lake):
 
 def test_local_cluster_ingest_equals_serial(tmp_path, monkeypatch):
     distributed = pytest.importorskip("distributed")
-    import perflake.ingest as ingest_mod
+    import perflake.ingest.driver as ingest_mod
 
     src = tmp_path / "src"
     write_tau_runs(src / "tau", nodes=40, ranks=3, runs=20, seed=9)
@@ -320,7 +320,7 @@ def test_local_cluster_ingest_equals_serial(tmp_path, monkeypatch):
 
 
 def test_local_schedulers_equal_serial(tmp_path, monkeypatch):
-    import perflake.ingest as ingest_mod
+    import perflake.ingest.driver as ingest_mod
 
     src = write_tau_runs(tmp_path / "src", nodes=30, ranks=2, runs=6, seed=2)
     serial = Lake(tmp_path / "serial")

@@ -7,7 +7,7 @@ from importlib import resources
 
 import pytest
 
-from perflake import sqlfiles
+from perflake.engine import sqlfiles
 
 
 def _names():

@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perflake.graphframe import GraphFrame
-from perflake.normalize import normalize
+from perflake.frame.graphframe import GraphFrame
+from perflake.ingest.normalize import normalize
 from perflake.readers.base import Metric
 from trees import profile, small_exclusive_only
 

@@ -21,9 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import perflake
-from perflake.graphframe import GraphFrame
-from perflake.hatchet_json import read_hatchet_json
-from perflake.normalize import normalize
+from perflake.frame.graphframe import GraphFrame
+from perflake.interop.json_files import read_hatchet_json
+from perflake.ingest.normalize import normalize
 from perflake.readers.base import Metric
 from trees import profile
 

@@ -17,7 +17,7 @@ from matplotlib.colors import LogNorm, Normalize
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from perflake.errors import PlotError
-from perflake.frame_tables import node_ids
+from perflake.frame.tables import node_ids
 from perflake.plots.figure import Plot, new_figure, node_path, path_labels
 
 THREAD_AGGREGATES = ("mean", "sum", "max", "min")
@@ -27,7 +27,7 @@ RUN_ID_CHARS = 8
 
 def _graphframe(source, run):
     """(GraphFrame, run label) from a GraphFrame, or from a Lake and a run id (or unique prefix)."""
-    from perflake.graphframe import GraphFrame
+    from perflake.frame.graphframe import GraphFrame
     from perflake.lake import Lake
 
     if isinstance(source, GraphFrame):

@@ -25,7 +25,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from perflake import sqlfiles
+from perflake.engine import sqlfiles
 from perflake.errors import InvalidMultiIndexMode, QueryError
 from perflake.query.compound import CompoundQuery
 from perflake.query.model import MULTI_INDEX_MODES, Query

@@ -1,1 +1,1 @@
-from perflake.graph import Frame  # noqa: F401
+from perflake.frame.graph import Frame  # noqa: F401

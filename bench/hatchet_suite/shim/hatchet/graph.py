@@ -1,1 +1,1 @@
-from perflake.graph import Graph  # noqa: F401
+from perflake.frame.graph import Graph  # noqa: F401

@@ -1,6 +1,6 @@
 from perflake.errors import *  # noqa: F401,F403
-from perflake.graphframe import *  # noqa: F401,F403
-from perflake.graphframe import GraphFrame  # noqa: F401
+from perflake.frame.graphframe import *  # noqa: F401,F403
+from perflake.frame.graphframe import GraphFrame  # noqa: F401
 
 try:
     from perflake.errors import EmptyFilter, InvalidFilter  # noqa: F401

@@ -1,0 +1,2 @@
+"""Questions across the runs of a lake: ensembles, load imbalance, comparisons, run selection.
+"""

@@ -1,0 +1,88 @@
+"""``perflake flamegraph RUN -o out.svg|out.png|out.folded``: a flame graph of one run, drawn by perflake.
+
+RUN is a run id (or unique prefix) with ``--lake``, or a profile path read directly, as for ``perflake tree``.
+Also the helpers the other per-run view commands (``flat``, ``hotpath``) share: loading RUN and the location
+options (``--rank R [--thread T]`` for one location, or ``--aggregate sum|mean|min|max`` over all of them).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+from perflake.errors import RenderError
+
+AGGREGATES = ("sum", "mean", "min", "max")
+
+
+def load_graphframe(args):
+    """The GraphFrame of ``args.run``: a run of ``args.lake``, or a profile path when there is no lake."""
+    if args.lake:
+        from perflake.lake import Lake
+
+        return Lake(args.lake).graphframe(args.run)
+    from perflake.read import read
+
+    return read(args.run)
+
+
+def run_args(sp, lake_arg, *, aggregate_default: str | None) -> None:
+    """RUN, --lake, --metric and the location options."""
+    sp.add_argument("run", help="a run id with --lake, or a profile path")
+    lake_arg(sp, required=False)
+    sp.add_argument("--metric", help="metric column (default: the run's default metric)")
+    group = sp.add_mutually_exclusive_group()
+    group.add_argument("--rank", type=int, help="values of one rank" + ("" if aggregate_default else " (default 0)"))
+    default = f" (default {aggregate_default})" if aggregate_default else ""
+    group.add_argument("--aggregate", choices=AGGREGATES, help=f"reduce over all ranks and threads{default}")
+    sp.add_argument("--thread", type=int, default=0, help="thread of --rank (default 0)")
+
+
+def location(args, *, aggregate_default: str | None) -> dict:
+    """rank/thread/aggregate keywords from the parsed options."""
+    if args.rank is not None:
+        return {"rank": args.rank, "thread": args.thread, "aggregate": None}
+    return {"rank": 0, "thread": args.thread, "aggregate": args.aggregate or aggregate_default}
+
+
+def cmd_flamegraph(args) -> int:
+    from perflake.render.flamegraph import OUTPUTS, save
+
+    out = Path(args.output)
+    if out.suffix.lower() not in OUTPUTS:
+        raise RenderError(f"{out}: cannot write {out.suffix or 'a file without suffix'!r} (use {', '.join(OUTPUTS)})")
+    folded = out.suffix.lower() == ".folded"
+    if args.scale != 1.0 and not folded:
+        raise RenderError("--scale applies to .folded output only (SVG and PNG draw the values as they are)")
+    if not (math.isfinite(args.scale) and args.scale > 0):
+        raise RenderError(f"--scale must be a finite number above 0, not {args.scale:g}")
+    gf = load_graphframe(args)
+    style = {"width": args.width} if not folded else {"scale": args.scale}
+    n = save(gf, out, args.metric, icicle=args.icicle, color_by=args.color_by, title=args.title,
+             **location(args, aggregate_default=None), **style)
+    kind = "lines" if folded else "frames"
+    print(f"wrote {out} ({n} {kind})")
+    if folded:
+        from perflake.render.folded import lost_to_rounding
+
+        lost = lost_to_rounding(gf, args.metric, scale=args.scale,
+                                **location(args, aggregate_default=None))
+        if lost > 0.5:
+            print(f"perflake: warning: {lost:.0%} of the measured values are below 0.5 and were written as 0 "
+                  f"(folded stacks hold integers): try --scale 1e6 (seconds as microseconds)", file=sys.stderr)
+    return 0
+
+
+
+def register(sub, *, lake_arg, fmt_arg) -> None:
+    sp = sub.add_parser("flamegraph", help="draw a run's flame graph: SVG, PNG or folded stacks (by -o suffix)")
+    run_args(sp, lake_arg, aggregate_default=None)
+    sp.add_argument("-o", "--output", required=True, help="out.svg, out.png or out.folded")
+    sp.add_argument("--icicle", action="store_true", help="root on top (icicle chart) instead of at the bottom")
+    sp.add_argument("--color-by", help="colour by this metric (default: by frame name)")
+    sp.add_argument("--title", help="title of the picture")
+    sp.add_argument("--width", type=float, default=1200, help="picture width in pixels (default 1200)")
+    sp.add_argument("--scale", type=float, default=1.0,
+                    help=".folded only: multiply the values before rounding to integers (1e6: seconds as microseconds)")
+    sp.set_defaults(func=cmd_flamegraph)

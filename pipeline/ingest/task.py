@@ -1,0 +1,250 @@
+"""One ingest task, as a Dask worker runs it: hash -> read -> normalise -> write the batch's data files.
+
+A task gets plain values (the lake's :class:`Catalog`, a list of :class:`Candidate` runs, the content hashes
+already in the lake) and returns a small :class:`TaskResult`: one outcome per candidate and, per batch it
+wrote, the batch id and the catalog rows to commit.  It never touches the runs catalog: the calling process
+is the one writer, and commits each batch under the commit lock (:mod:`perflake.ingest.driver`).  The data files a
+task wrote are invisible until then; a batch that is not committed is removed (or left to ``vacuum`` when
+the caller dies).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
+from perflake._version import __version__
+from perflake.catalogs.catalog import Catalog, new_batch_id
+from perflake.catalogs.schema import SCHEMA_VERSION
+from perflake.catalogs.well_known import promote
+from perflake.errors import FormatNotRecognized, PerflakeError, ReaderError
+from perflake.ingest.log import FAILED_BEFORE, PRESENT, Outcome
+from perflake.ingest.normalize import RunFacts, normalize_many
+from perflake.readers import get_reader
+from perflake.readers.base import EXCLUSIVE, INCLUSIVE, ProfileRows
+
+BATCH_ROWS = 4_000_000  # reader value rows buffered before a batch is normalised and written
+BATCH_RUNS = 5_000  # runs per batch at most
+
+
+@dataclass
+class Candidate:
+    """A run to hash and, when new, read (plain values: it travels to Dask workers)."""
+
+    kind: str
+    path: str
+    files: list[str]
+    nbytes: int
+    stat_key: str
+
+
+@dataclass
+class Known:
+    """What the lake already knows: content hashes present (-> run id) and those that failed before."""
+
+    present: dict[str, str]
+    failed: dict[str, str]  # content hash -> reason (under this perflake version)
+    retry_failed: bool = False
+
+
+@dataclass
+class BatchResult:
+    batch: str  # id of the data files written (nodes/edges/metrics); nothing committed yet
+    rows: list[dict]  # catalog rows of its runs, sorted by run_id
+    outcomes: list[Outcome]  # status "ingested" once committed
+
+
+@dataclass
+class TaskResult:
+    outcomes: list[Outcome] = field(default_factory=list)  # skipped or failed: final
+    batches: list[BatchResult] = field(default_factory=list)
+    error: Exception | None = None  # the lake could not be written: the caller commits the batches, then raises
+
+
+def hash_run(files: list[str], base: str) -> tuple[str, int, str | None]:
+    """sha256 over (relative path, size, bytes) of every input file in sorted order; the total bytes; and,
+    for a single-file run, the hash earlier perflake versions gave it (it also covered the file's name; used
+    only to recognise runs already in older lakes).
+
+    The relative path of a directory run's files is taken from the directory; a single-file run's file has
+    the empty name, so the same bytes under another name are the same run.
+    """
+    single = not os.path.isdir(base)
+    h = hashlib.sha256()
+    legacy = hashlib.sha256() if single else None
+    total = 0
+    for f in sorted(files):
+        rel = "" if single else os.path.relpath(f, base)
+        size = os.path.getsize(f)
+        h.update(rel.encode() + b"\0" + str(size).encode() + b"\0")
+        if legacy is not None:
+            legacy.update(os.path.basename(f).encode() + b"\0" + str(size).encode() + b"\0")
+        with open(f, "rb") as fh:
+            while chunk := fh.read(1 << 23):  # 8 MiB at a time: a 1 GB input is not held in memory
+                h.update(chunk)
+                if legacy is not None:
+                    legacy.update(chunk)
+        total += size
+    return h.hexdigest(), total, legacy.hexdigest() if legacy is not None else None
+
+
+def run_row(run_id, sha, batch, source, kind, reader, facts: RunFacts, metadata, n_files, nbytes) -> dict:
+    """The catalog row of one run."""
+    return {
+        "run_id": run_id,
+        "content_sha256": sha,
+        "batch": batch,
+        "source": os.path.abspath(source),
+        "format": kind,
+        "reader_version": reader.version,
+        "schema_version": SCHEMA_VERSION,
+        "perflake_version": __version__,
+        "n_files": n_files,
+        "input_bytes": nbytes,
+        "ranks": facts.ranks,
+        "threads": facts.threads,
+        "n_nodes": facts.n_nodes,
+        "metrics": [{"name": m.name, "role": m.role, "unit": m.unit, "pair": m.pair} for m in facts.metric_info],
+        "exc_metrics": [m.name for m in facts.metric_info if m.role == EXCLUSIVE],
+        "inc_metrics": [m.name for m in facts.metric_info if m.role == INCLUSIVE],
+        **promote(metadata, facts.ranks),
+        "metadata": json.dumps(metadata, default=str, sort_keys=True),
+        "ingested_at": dt.datetime.now(dt.timezone.utc),
+    }
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A failure of the machine rather than of the input (tried again on the next run): memory, I/O errors
+    other than a missing permission (which stays until the file's mode changes, and with it its stat key)."""
+    import duckdb
+
+    if isinstance(exc, (MemoryError, duckdb.OutOfMemoryException, duckdb.IOException)):
+        return True
+    return isinstance(exc, OSError) and not isinstance(exc, (PermissionError, IsADirectoryError, NotADirectoryError))
+
+
+def failure_reason(path: str, exc: BaseException) -> str:
+    """One line naming the input and what is wrong."""
+    if isinstance(exc, (ReaderError, FormatNotRecognized)):
+        return str(exc)
+    if isinstance(exc, PerflakeError):
+        return f"{path}: {exc}"
+    if isinstance(exc, (OSError, ValueError, UnicodeError, MemoryError)):
+        return f"{path}: {type(exc).__name__}: {exc}"
+    return f"{path}: internal error (a perflake bug; retried after an upgrade): {type(exc).__name__}: {exc}"
+
+
+@dataclass
+class _Pending:
+    candidate: Candidate
+    sha: str
+    reader: object
+    rows: ProfileRows
+    outcome: Outcome
+
+
+class _Batch:
+    """Parsed runs waiting to be normalised together and written as one batch's data files."""
+
+    def __init__(self):
+        self.pending: list[_Pending] = []
+        self.n_values = 0
+
+    def add(self, item: _Pending) -> None:
+        self.pending.append(item)
+        self.n_values += item.rows.values.num_rows
+
+    def full(self) -> bool:
+        return self.n_values >= BATCH_ROWS or len(self.pending) >= BATCH_RUNS
+
+    def _normalize(self, failed: list[Outcome]):
+        try:
+            return normalize_many([(p.sha[:16], p.rows) for p in self.pending])
+        except Exception:  # a bad run (ReaderError) or a bug on one run's rows: it alone must fail
+            pass
+        good = []  # isolate the run(s) the batch failed on, keep the rest
+        for p in self.pending:
+            try:
+                normalize_many([(p.sha[:16], p.rows)])
+                good.append(p)
+            except Exception as exc:
+                p.outcome.status, p.outcome.reason = "failed", failure_reason(p.candidate.path, exc)
+                p.outcome.transient = is_transient(exc)
+                failed.append(p.outcome)
+        self.pending = good
+        return normalize_many([(p.sha[:16], p.rows) for p in good]) if good else None
+
+    def write(self, catalog: Catalog, result: TaskResult) -> None:
+        """Normalise and write the data files (not the catalog rows); on any error nothing is left."""
+        t0 = time.perf_counter()
+        batch = self._normalize(result.outcomes)
+        if batch is None:
+            return
+        batch_id = new_batch_id()
+        try:
+            for name, table in (("nodes", batch.nodes), ("edges", batch.edges), ("metrics", batch.metrics)):
+                catalog.write_table(name, batch_id, table)
+        except BaseException:
+            catalog.discard(batch_id)
+            raise
+        rows, outcomes = [], []
+        share = (time.perf_counter() - t0) / max(1, self.n_values)
+        for p in self.pending:
+            c = p.candidate
+            rows.append(run_row(p.sha[:16], p.sha, batch_id, c.path, c.kind, p.reader, batch.runs[p.sha[:16]],
+                                p.rows.metadata, len(c.files), c.nbytes))
+            p.outcome.duration_s += share * p.rows.values.num_rows
+            outcomes.append(p.outcome)
+        result.batches.append(BatchResult(batch_id, sorted(rows, key=lambda r: r["run_id"]), outcomes))
+
+
+def _attempt(c: Candidate, known: Known, seen: dict[str, str]):
+    """Hash and (when new) read one run: returns (outcome, pending or None)."""
+    t0 = time.perf_counter()
+    out = Outcome(os.path.abspath(c.path), c.kind, "ingested", nbytes=c.nbytes, stat_key=c.stat_key)
+    try:
+        sha, out.nbytes, legacy = hash_run(c.files, c.path)
+        out.sha = sha
+        present = known.present.get(sha) or seen.get(sha) or (legacy and known.present.get(legacy))
+        if present:
+            out.status, out.skip, out.run_id = "skipped", PRESENT, present
+            out.reason = f"already present as run {present}"
+            return out, None
+        if sha in known.failed and not known.retry_failed:
+            out.status, out.skip, out.reason = "skipped", FAILED_BEFORE, f"failed before: {known.failed[sha]}"
+            return out, None
+        reader = get_reader(c.kind)
+        rows = reader.read(c.path)
+    except Exception as exc:  # a bad input, or a reader bug on it: this input fails, the others go on
+        out.status, out.reason, out.transient = "failed", failure_reason(c.path, exc), is_transient(exc)
+        return out, None
+    finally:
+        out.duration_s = time.perf_counter() - t0
+    seen[sha] = out.run_id = sha[:16]
+    return out, _Pending(c, sha, reader, rows, out)
+
+
+def run_task(catalog: Catalog, candidates: list[Candidate], known: Known) -> TaskResult:
+    """Hash, read, normalise and write the runs of ``candidates``; see the module docstring.  An error
+    writing the lake stops the task: it returns the batches written so far and the error (the runs not
+    written are not reported, so the next ingest tries them again)."""
+    result, seen, batch = TaskResult(), {}, _Batch()
+    try:
+        for c in candidates:
+            outcome, pending = _attempt(c, known, seen)
+            if pending is None:
+                result.outcomes.append(outcome)
+                continue
+            batch.add(pending)
+            if batch.full():
+                batch.write(catalog, result)
+                batch = _Batch()
+        if batch.pending:
+            batch.write(catalog, result)
+    except Exception as exc:
+        result.error = exc
+    return result

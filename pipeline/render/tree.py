@@ -1,0 +1,248 @@
+"""Text rendering of a GraphFrame's tree in Hatchet's layout (``GraphFrame.tree``, llnl-hatchet 2026.2.0).
+
+One line per node: ``{indent}{metric}[ {metric2}...][ [{annotation}]] {name}[ ◀ | ▶ ][ {context}]``; children
+under ``├─ `` / ``└─ `` with ``│  `` continuation, in the graph's order; values with ``precision`` decimals;
+names longer than 39 characters shortened to 18 + ``...`` + 18 unless ``expand_name``.  ◀ / ▶ mark a node
+present only in the left / right operand of an arithmetic operation or ``unify`` (the ``_missing_node``
+column).  A node with several parents (a DAG, e.g. after ``groupby_aggregate``) is printed under each of them
+and its children are shown the first time only, as Hatchet does.  Colour (ANSI 256) only on a terminal or
+when asked, with the legend Hatchet prints; ``highlight_name`` shows in colour only, as in Hatchet.
+Linear in the number of nodes (rows are looked up once, in a dict).
+
+Differences from Hatchet, on purpose: the header (``render_header``) is perflake's own line, ``perflake
+<version> · metric: <shown>``, not Hatchet's banner and version (printing them would claim to be Hatchet);
+a missing context (None, NaN) prints nothing where Hatchet prints
+``None`` (or ``0`` for TAU, whose reader writes 0 for a missing file); ``colormap`` may name any matplotlib
+colour map (Hatchet 2026.2.0 accepts only its default, ``RdYlGn``); ``colormap_annotations`` colours the
+annotation: a list of colours (names or xterm-256 numbers) taken in turn by the sorted distinct values, a
+dict value -> colour, or a matplotlib colour map name.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+from perflake.errors import RenderError
+from perflake.frame.node_values import location_mask, metric_names
+
+
+def header(metrics) -> str:
+    """perflake's own header line (not Hatchet's banner: this is not Hatchet), naming the metric(s) shown."""
+    from perflake._version import __version__
+
+    label = "metric" if len(metrics) == 1 else "metrics"
+    return f"perflake {__version__} \u00b7 {label}: {', '.join(map(str, metrics))}\n\n"
+
+
+RESET = "\033[0m"
+FAINT = "\033[2m"
+HIGHLIGHT = "\033[48;5;246m\033[38;5;232m"
+NAN_COLOUR = "\033[34m"
+LEFT_MARK = ("\u25c0", "160")  # only in the left operand (_missing_node == 1)
+RIGHT_MARK = ("\u25b6", "28")  # only in the right operand (_missing_node == 2)
+MISSING = "_missing_node"
+_BANDS = (0.9, 0.7, 0.5, 0.3, 0.1, 0.0)
+_COLOURS = {"RdYlGn": ("196", "208", "220", "46", "34", "22")}
+_NAMED = {"black": "16", "red": "196", "green": "46", "yellow": "226", "blue": "21", "magenta": "201",
+          "cyan": "51", "white": "231", "orange": "208", "grey": "246", "gray": "246", "purple": "93"}
+
+
+def _use_colour(colour: bool | None) -> bool:
+    if colour is not None:
+        return colour
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _fmt(value, precision: int) -> str:
+    try:
+        return f"{float(value):.{precision}f}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _xterm(rgb) -> str:
+    """The nearest colour of the xterm-256 6x6x6 cube."""
+    r, g, b = (int(round(float(c) * 5)) for c in rgb[:3])
+    return str(16 + 36 * r + 6 * g + b)
+
+
+def _colour_map(name: str, n: int) -> tuple[str, ...]:
+    """``n`` xterm-256 colours sampled from a matplotlib colour map, its start first."""
+    try:
+        from matplotlib import colormaps
+
+        cmap = colormaps[name]
+    except (KeyError, ValueError, ImportError) as exc:
+        raise RenderError(f"unknown colormap {name!r} (use RdYlGn or a matplotlib colour map name)") from exc
+    return tuple(_xterm(cmap(i / max(n - 1, 1))) for i in range(n))
+
+
+def _colour_code(colour) -> str:
+    """A colour given as an xterm-256 number or a basic name, as its number."""
+    if isinstance(colour, (int, np.integer)) or str(colour).isdigit():
+        return str(int(colour))
+    return _NAMED.get(str(colour).lower(), "231")
+
+
+class _Palette:
+    def __init__(self, values: np.ndarray, colormap: str, invert: bool, min_value, max_value):
+        finite = values[np.isfinite(values)]
+        # Hatchet treats 0 as "not given" for min_value / max_value; so does perflake
+        self.lo = float(min_value) if min_value else (float(finite.min()) if finite.size else 0.0)
+        self.hi = float(max_value) if max_value else (float(finite.max()) if finite.size else 0.0)
+        colours = _COLOURS[colormap] if colormap in _COLOURS else _colour_map(colormap, len(_BANDS))
+        self.colours = tuple(reversed(colours)) if invert else colours
+
+    def code(self, value: float) -> str:
+        if value is None or math.isnan(value):
+            return NAN_COLOUR
+        span = self.hi - self.lo
+        p = (value - self.lo) / span if span else 1.0
+        for band, colour in zip(_BANDS, self.colours):
+            if p > band or (band == 0.0 and p >= 0.0):
+                return f"\033[38;5;{colour}m"
+        return NAN_COLOUR  # below the minimum (-inf included), as Hatchet
+
+    def legend(self, metric: str, highlight: bool) -> str:
+        span = self.hi - self.lo
+        lines = [f"\n\033[4mLegend{RESET} (Metric: {metric} Min: {self.lo:.2f} Max: {self.hi:.2f})\n"]
+        upper = 1.0
+        for band, colour in zip(_BANDS, self.colours):
+            low, high = self.lo + band * span, self.lo + upper * span
+            lines.append(f"\033[38;5;{colour}m\u2588 {RESET}{low:.2f} - {high:.2f}\n")
+            upper = band
+        name = f"{HIGHLIGHT if highlight else ''}name{RESET}"
+        left, right = (f"\033[38;5;{code}m{mark} {RESET}" for mark, code in (LEFT_MARK, RIGHT_MARK))
+        lines.append(f"\n{name} User code    {left} Only in left graph    {right} Only in right graph\n")
+        return "".join(lines)
+
+
+def _annotation_colours(values, spec) -> dict:
+    """value -> escape sequence for ``colormap_annotations`` (module docstring); {} when not given."""
+    if spec is None:
+        return {}
+    distinct = sorted({v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))}, key=str)
+    if isinstance(spec, dict):
+        codes = {v: _colour_code(c) for v, c in spec.items()}
+    elif isinstance(spec, str):
+        sampled = _colour_map(spec, max(len(distinct), 2))
+        codes = dict(zip(distinct, sampled))
+    else:
+        colours = [_colour_code(c) for c in spec] or ["231"]
+        codes = {v: colours[i % len(colours)] for i, v in enumerate(distinct)}
+    return {v: f"\033[38;5;{c}m" for v, c in codes.items()}
+
+
+def _present(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def render(
+    gf,
+    metric_column=None,
+    annotation_column: str | None = None,
+    precision: int = 3,
+    name_column: str = "name",
+    expand_name: bool = False,
+    context_column: str | None = "file",
+    rank: int = 0,
+    thread: int = 0,
+    depth: int = 10000,
+    highlight_name: bool = False,
+    colormap: str = "RdYlGn",
+    invert_colormap: bool = False,
+    colormap_annotations=None,
+    render_header: bool = True,
+    min_value=None,
+    max_value=None,
+    colour: bool | None = None,
+) -> str:
+    several = isinstance(metric_column, (list, tuple))
+    metrics = list(metric_column) if several else [metric_column or gf.default_metric]
+    df = gf.dataframe
+    for m in metrics:
+        if m is None:
+            raise RenderError("this frame has no metric column to show")
+        if m not in df.columns:  # a typo must not print a tree of NaN
+            raise RenderError(f"no metric {m!r} in this frame (metrics: {', '.join(metric_names(gf)) or 'none'})")
+    levels = list(df.index.names)
+    for level, want in (("rank", rank), ("thread", thread)):
+        if want != 0 and level not in levels:
+            raise RenderError(f"{level} {want} is not in this frame: it has one {level} (its index is "
+                              f"{', '.join(map(str, levels))})")
+    if "rank" in levels or "thread" in levels:
+        df = df[location_mask(df, rank, thread)]
+    nodes = df.index.get_level_values("node")
+    extras = [c for c in (annotation_column, context_column, MISSING) if c and c in df.columns]
+    cols = list(dict.fromkeys(c for c in [*metrics, name_column, *extras] if c in df.columns))
+    table = {c: df[c].to_numpy() for c in cols}
+    has_context = bool(context_column) and context_column in table
+    annotations = table.get(annotation_column) if annotation_column else None
+    sides = np.asarray(table[MISSING], dtype=np.int64) if MISSING in table else None
+    row_of = {node: i for i, node in enumerate(nodes)}
+    use_colour = _use_colour(colour)
+    palette = None
+    if use_colour:
+        first = table.get(metrics[0], np.zeros(0))
+        palette = _Palette(np.asarray(first, dtype=float), colormap, invert_colormap, min_value, max_value)
+    ann_colour = {}
+    if use_colour and annotations is not None:
+        ann_colour = _annotation_colours(annotations, colormap_annotations)
+
+    out = [header(metrics)] if render_header else []
+
+    def line(node, prefix: str) -> str:
+        i = row_of.get(node)
+        vals = [table[m][i] if i is not None and m in table else float("nan") for m in metrics]
+        text = [_fmt(v, precision) for v in vals]
+        if use_colour:
+            try:
+                first = float(vals[0])
+            except (TypeError, ValueError):
+                first = float("nan")
+            text[0] = f"{palette.code(first)}{text[0]}{RESET}"
+            text[1:] = [f"{FAINT}{t}{RESET}" for t in text[1:]]
+        parts = [prefix, " ".join(text)]
+        if annotations is not None and i is not None:
+            ann = annotations[i]
+            shown = f"{ann_colour[ann]}{ann}{RESET}" if ann in ann_colour else f"{ann}"
+            parts.append(f" [{shown}]")
+        name = table[name_column][i] if i is not None and name_column in table else node.frame.get("name")
+        name = str(name)
+        if not expand_name and len(name) > 39:
+            name = name[:18] + "..." + name[-18:]
+        if use_colour:
+            name = (HIGHLIGHT + name if highlight_name else name) + RESET
+        parts += [" ", name]
+        side = sides[i] if sides is not None and i is not None else 0
+        if side in (1, 2):
+            mark, code = LEFT_MARK if side == 1 else RIGHT_MARK
+            parts.append(f" \033[38;5;{code}m{mark} {RESET}" if use_colour else f" {mark} ")
+        if has_context and i is not None and _present(table[context_column][i]):
+            ctx = table[context_column][i]
+            parts.append(f" {FAINT}{ctx}{RESET}" if use_colour else f" {ctx}")
+        parts.append("\n")
+        return "".join(parts)
+
+    # iterative pre-order walk carrying the indentation; a node reached again (DAG) is printed, not expanded
+    stack = [(root, "", "", 1) for root in reversed(gf.graph.roots)]
+    expanded = set()
+    while stack:
+        node, prefix, cont, level = stack.pop()
+        out.append(line(node, prefix))
+        if level >= depth or id(node) in expanded:
+            continue
+        expanded.add(id(node))
+        kids = node.children
+        for j in range(len(kids) - 1, -1, -1):
+            last = j == len(kids) - 1
+            stack.append((kids[j], cont + ("└─ " if last else "├─ "), cont + ("   " if last else "│  "), level + 1))
+    if use_colour:
+        out.append(palette.legend(metrics[0], highlight_name))
+    return "".join(out)
