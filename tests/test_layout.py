@@ -95,7 +95,7 @@ def test_old_public_import_paths_still_work():
     from perflake.interop import hatchet, json_files  # relayout: keep
 
     assert old is json_files and perflake.hatchet_json is json_files  # relayout: keep
-    assert json_files.__spec__.name == "perflake.interop.json_files"  # the hook restored the module's own spec
+    assert json_files.__spec__.name == "perflake.interop.json_files"  # relayout: keep (the hook restores the spec)
     assert write_hatchet_json is json_files.write_hatchet_json
     assert (to_hatchet, from_hatchet) == (hatchet.to_hatchet, hatchet.from_hatchet)
     assert perflake.interop.to_graphframe is hatchet.to_graphframe  # relayout: keep
