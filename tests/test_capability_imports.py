@@ -1,0 +1,67 @@
+"""No capability module imports GraphFrame (issue 14, item 2): ops/, analytics/, render/, interop/ and plots/
+(rendering of lake-wide results) build results with ``type(gf).from_tables(...)`` or return tables, so that
+``frame/graphframe.py`` -> capability -> GraphFrame is no import circle.
+
+Today's violations are listed in KNOWN (a ratchet): a new one fails this test, and so does a fixed one still listed
+(remove it from KNOWN).  Counted: ``from perflake.frame.graphframe import ...``, ``from perflake.frame import
+graphframe``, ``import perflake.frame.graphframe``, ``from perflake import GraphFrame`` and ``perflake.GraphFrame``,
+anywhere in the module (inside functions too: a deferred import is still the circle).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[1] / "pipeline"
+CAPABILITY_ROOMS = ("ops", "analytics", "render", "interop", "plots")
+GRAPHFRAME_MODULE = "perflake.frame.graphframe"
+
+# module -> why it still imports GraphFrame (to be removed as issue 14 item 2 is done)
+KNOWN = {
+    "ops/aggregate.py": "groupby_aggregate builds a GraphFrame",
+    "ops/filter.py": "filter_rows builds a GraphFrame",
+    "ops/squash.py": "squash builds a GraphFrame",
+    "ops/unify.py": "unify builds GraphFrames",
+    "analytics/compare.py": "arithmetic builds a GraphFrame",
+    "analytics/ensemble.py": "ensemble_graphframe builds a GraphFrame",
+    "interop/hatchet.py": "to_graphframe builds a GraphFrame",
+    "interop/literal.py": "from_literal builds a GraphFrame",
+    "plots/heatmap.py": "isinstance(source, GraphFrame) to tell a frame from a Lake",
+}
+
+
+def _imports_graphframe(tree: ast.AST) -> list[int]:
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = {a.name for a in node.names}
+            if (node.module == GRAPHFRAME_MODULE or (node.module == "perflake.frame" and "graphframe" in names)
+                    or (node.module == "perflake" and "GraphFrame" in names)):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Import) and any(a.name == GRAPHFRAME_MODULE for a in node.names):
+            lines.append(node.lineno)
+        elif (isinstance(node, ast.Attribute) and node.attr == "GraphFrame" and isinstance(node.value, ast.Name)
+              and node.value.id == "perflake"):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_rule_sees_every_form_of_import():
+    forms = ["from perflake.frame.graphframe import GraphFrame", "from perflake.frame import graphframe",
+             "import perflake.frame.graphframe", "from perflake import GraphFrame, Lake",
+             "def f():\n    import perflake\n    return perflake.GraphFrame"]
+    assert [bool(_imports_graphframe(ast.parse(code))) for code in forms] == [True] * len(forms)
+    assert _imports_graphframe(ast.parse("from perflake.frame.tables import node_ids\nfrom perflake import Lake")) == []
+
+
+def test_no_capability_module_imports_graphframe_beyond_the_known_ones():
+    found = {}
+    for room in CAPABILITY_ROOMS:
+        for path in sorted((PKG / room).rglob("*.py")):
+            if lines := _imports_graphframe(ast.parse(path.read_text(encoding="utf-8"))):
+                found[str(path.relative_to(PKG))] = lines
+    new = {m: lines for m, lines in found.items() if m not in KNOWN}
+    fixed = sorted(set(KNOWN) - set(found))
+    assert not new, f"capability modules importing GraphFrame (module: lines): {new}; use type(gf).from_tables"
+    assert not fixed, f"no longer import GraphFrame: {fixed}; remove them from KNOWN"
