@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,34 @@ _EMPTY = {
     "edges": pa.schema([("run_id", pa.string()), ("parent_id", pa.uint64()), ("child_id", pa.uint64())]),
     "metrics": pa.schema([("run_id", pa.string()), ("node_id", pa.uint64()), ("rank", pa.int32()), ("thread", pa.int32())]),
 }
+
+
+_EXPLAIN = re.compile(r"^\s*explain\s+(?:analy[sz]e\s+)?", re.IGNORECASE)
+
+
+def check_read_only(query: str) -> None:
+    """LakeError unless ``query`` is one SELECT, or EXPLAIN [ANALYZE] of one SELECT (EXPLAIN ANALYZE runs its
+    statement: ``explain analyze copy ... to 'file'`` would write)."""
+    try:
+        statements = duckdb.extract_statements(query)
+        kinds = [s.type for s in statements]
+        if len(statements) == 1 and kinds[0] == duckdb.StatementType.EXPLAIN:
+            inner = duckdb.extract_statements(_EXPLAIN.sub("", statements[0].query, count=1))
+            kinds = [duckdb.StatementType.EXPLAIN] if [s.type for s in inner] == [duckdb.StatementType.SELECT] else [
+                s.type for s in inner]
+    except duckdb.Error as exc:
+        raise LakeError(f"SQL error: {str(exc).splitlines()[0]}") from None
+    allowed = (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN)
+    if len(kinds) != 1 or kinds[0] not in allowed:
+        found = ", ".join(k.name for k in kinds) or "nothing"
+        raise LakeError(f"only one read-only query (SELECT, or EXPLAIN of one) is allowed, got: {found} "
+                        "(unsafe=True / --allow-write runs anything)")
+
+
+def pd_empty():
+    import pandas as pd
+
+    return pd.DataFrame()
 
 
 class Lake:
@@ -64,12 +93,14 @@ class Lake:
         """The runs catalog as a DataFrame (one row per run)."""
         return self.catalog().runs().to_pandas()
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
+    def connect(self, *, confined: bool = False, own: bool = False) -> duckdb.DuckDBPyConnection:
         """A fresh DuckDB connection with the views ``runs``, ``nodes``, ``edges``, ``metrics`` and
         ``ingest_log``.  The catalog is read once: the connection sees the runs committed at that moment, each
-        with all of its rows, whatever ingests commit meanwhile."""
+        with all of its rows, whatever ingests commit meanwhile.  ``confined``: a database of its own that
+        reads only the lake's files and whose settings no statement can change (perflake.engine.duck.confine);
+        ``own``: a database of its own, not confined (its settings are its own to change)."""
         cat = self.catalog()
-        con = duck.connection() if cat.local else duckdb.connect()
+        con = duck.offline() if confined or own or not cat.local else duck.connection()
         if not cat.local:
             con.register_filesystem(cat.fs)
         runs = cat.runs()
@@ -87,23 +118,22 @@ class Lake:
             con.execute(sqlfiles.load(f"views/{INGEST_LOG}")).fetchall()
         else:
             con.register(INGEST_LOG, pa.Table.from_batches([], schema=INGEST_LOG_SCHEMA))
+        if confined:
+            duck.confine(con, [cat.duck_path(cat.root)])
         return con
 
-    def sql(self, query: str, params: dict | list | None = None) -> pd.DataFrame:
-        """Run one read-only DuckDB query (SELECT, or EXPLAIN) over the lake's views and return a DataFrame
-        (values bound through ``params``).  Anything else -- COPY, ATTACH, CREATE, SET, PRAGMA, several
-        statements -- is refused: the lake is written only by ingest, and the connection is shared."""
+    def sql(self, query: str, params: dict | list | None = None, *, unsafe: bool = False) -> pd.DataFrame:
+        """Run one read-only DuckDB query (SELECT, or EXPLAIN [ANALYZE] of a SELECT) over the lake's views and
+        return a DataFrame (values bound through ``params``).  Anything else -- COPY, ATTACH, CREATE, SET,
+        PRAGMA, several statements -- is refused, and the query runs on a confined database: it reads no file
+        outside the lake, writes none, loads no extension and changes no setting.  ``unsafe=True`` runs any
+        statements with DuckDB's full power (files anywhere, writes), on a database of its own."""
+        if not unsafe:
+            check_read_only(query)
+        con = self.connect(own=True) if unsafe else self.connect(confined=True)
         try:
-            kinds = [s.type for s in duckdb.extract_statements(query)]
-        except duckdb.Error as exc:
-            raise LakeError(f"SQL error: {str(exc).splitlines()[0]}") from None
-        allowed = (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN)
-        if len(kinds) != 1 or kinds[0] not in allowed:
-            found = ", ".join(k.name for k in kinds) or "nothing"
-            raise LakeError(f"only one read-only query (SELECT or EXPLAIN) is allowed, got: {found}")
-        con = self.connect()
-        try:
-            return con.sql(query, params=params).df()
+            result = con.sql(query, params=params)
+            return result.df() if result is not None else pd_empty()
         except duckdb.Error as exc:
             raise LakeError(f"SQL error: {str(exc).splitlines()[0]}") from None
         finally:

@@ -268,6 +268,55 @@ def test_sql_command_cannot_write_into_the_lake(tmp_path, unchanged):
     assert lake_files(lake) == before and proc.returncode == 2
 
 
+ESCAPES = {  # each would read or write outside the lake, fetch code, or unlock the configuration
+    "explain analyze copy": "explain analyze copy (select 42) to '{out}/outside.csv'",
+    "read_text": "select * from read_text('/etc/passwd')",
+    "read_csv": "select count(*) from read_csv('/etc/passwd')",
+    "glob": "select * from glob('/etc/*')",
+    "subquery reads a file": "select (select count(*) from read_text('/etc/hostname')) as n",
+    "set": "set enable_external_access = true",
+    "attach": "attach '{out}/x.db' as x",
+    "install": "install httpfs",
+    "load": "load httpfs",
+    "copy": "copy (select 42) to '{out}/outside.csv'",
+    "two statements": "select 1; copy (select 42) to '{out}/outside.csv'",
+    "pragma": "pragma enable_profiling",
+    "extension type (inet would auto-install)": "select '1.2.3.4'::inet",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ESCAPES))
+def test_sql_is_confined_to_the_lake(tmp_path, unchanged, name):
+    """perflake sql: one read-only query over the lake's files; every escape is a one-line error, exit 2,
+    nothing written anywhere, nothing downloaded."""
+    lake = unchanged[0]
+    before = lake_files(Path(lake))
+    proc = cli("sql", ESCAPES[name].format(out=tmp_path), "--lake", lake, timeout=60)
+    assert_clean(proc, codes=(2,))
+    assert list(tmp_path.iterdir()) == [] and lake_files(Path(lake)) == before
+
+
+def test_sql_reads_the_lake_and_explain_analyze_of_a_select_works(unchanged):
+    lake = unchanged[0]
+    proc = cli("sql", "select count(*) as n from metrics where rank >= 0", "--lake", lake, "--format", "csv")
+    assert proc.returncode == 0 and int(proc.stdout.splitlines()[1]) > 0
+    proc = cli("sql", "explain analyze select count(*) from nodes", "--lake", lake)
+    assert proc.returncode == 0 and "analyzed_plan" in proc.stdout, proc.stderr  # EXPLAIN ANALYZE ran the SELECT
+
+
+def test_sql_allow_write_gives_duckdbs_full_power(tmp_path, unchanged):
+    lake = unchanged[0]
+    proc = cli("sql", f"copy (select count(*) as n from runs) to '{tmp_path}/runs.csv'", "--lake", lake,
+               "--allow-write")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "runs.csv").read_text().splitlines()[0] == "n"
+    from perflake import Lake
+
+    assert Lake(lake).sql("select count(*) as n from read_text('/etc/hostname')", unsafe=True)["n"].iloc[0] == 1
+    with pytest.raises(Exception, match="only one read-only query"):
+        Lake(lake).sql("select 1; select 2")
+
+
 # -- regular expressions are bounded in time ------------------------------------------------------------------
 
 CATASTROPHIC = textwrap.dedent("""

@@ -134,7 +134,7 @@ def cmd_runs(args) -> int:
 
 
 def cmd_sql(args) -> int:
-    _print_frame(_lake(args).sql(args.query), args.format, max_rows=args.max_rows)
+    _print_frame(_lake(args).sql(args.query, unsafe=args.allow_write), args.format, max_rows=args.max_rows)
     return EXIT_OK
 
 
@@ -323,6 +323,9 @@ def _parser() -> argparse.ArgumentParser:
     lake_arg(sp)
     fmt_arg(sp)
     sp.add_argument("--max-rows", type=int, default=100)
+    sp.add_argument("--allow-write", action="store_true",
+                    help="run any statements with DuckDB's full power (files anywhere, writes); by default one "
+                         "read-only query that reads only the lake's files")
     sp.set_defaults(func=cmd_sql)
 
     sp = sub.add_parser("tree", help="print a run's call tree (a run id with --lake, or a profile path)")

@@ -3,7 +3,9 @@
 ``duckdb.connect()`` builds a whole database instance (about 20 ms each); a cursor on a shared instance costs
 about 1 ms.  Each cursor is a connection of its own: temp tables, registered Arrow tables and variables are
 private to it and vanish when it is closed, so callers stay isolated exactly as with separate databases.
-The instance never downloads extensions (user SQL could otherwise trigger one).  Global settings (threads,
+No instance downloads or auto-loads an extension (user SQL could otherwise trigger one: a type such as ``inet``
+is then a one-line SQL error).  User SQL runs on a :func:`confined` instance of its own: it reads only the lake's
+files and can change no setting.  Global settings (threads,
 memory) are never changed on the shared instance; code that needs its own settings
 (the Dask tasks in :mod:`perflake.engine.parallel`) opens its own database.
 """
@@ -27,8 +29,25 @@ def connection() -> duckdb.DuckDBPyConnection:
         db = _SHARED.get(pid)
         if db is None:
             _SHARED.clear()
-            db = _SHARED[pid] = duckdb.connect(config={"autoinstall_known_extensions": False})  # no downloads
+            db = _SHARED[pid] = duckdb.connect(config=OFFLINE)
         return db.cursor()
+
+
+OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}  # no download, no auto-load
+
+
+def offline() -> duckdb.DuckDBPyConnection:
+    """A new in-memory database of its own (its own settings), that never fetches or auto-loads an extension."""
+    return duckdb.connect(config=OFFLINE)
+
+
+def confine(con: duckdb.DuckDBPyConnection, directories: list[str]) -> None:
+    """From now on ``con``'s database reads and writes files only below ``directories`` (DuckDB's
+    allowed_directories with external access off), loads no extension, and no statement can change a setting
+    (the configuration is locked).  Call it after the views over those files are defined."""
+    con.execute("set allowed_directories = $dirs", {"dirs": [d.rstrip("/") + "/" for d in directories]})
+    con.execute("set enable_external_access = false")
+    con.execute("set lock_configuration = true")
 
 
 @atexit.register
