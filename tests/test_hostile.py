@@ -296,6 +296,20 @@ def test_sql_is_confined_to_the_lake(tmp_path, unchanged, name):
     assert list(tmp_path.iterdir()) == [] and lake_files(Path(lake)) == before
 
 
+@pytest.mark.parametrize("command", [["runs"], ["ensemble", "--metric", "time"], ["query", '[{"name": "main"}]'],
+                                     ["imbalance", "--metric", "time"]])
+def test_where_is_confined_too(tmp_path, unchanged, command):
+    """--where is SQL on the catalog: it cannot read a file, write one or fetch an extension either."""
+    lake = unchanged[0]
+    for where in ("(select count(*) from read_text('/etc/hostname')) > 0", "ranks >>= 3",
+                  f"(select count(*) from (select 1) t) > 0 and 0 = (select count(*) from glob('{tmp_path}/*'))"):
+        proc = cli(*command, "--lake", lake, "--where", where, timeout=60)
+        assert_clean(proc, codes=(2,))
+        assert "where" in proc.stderr
+    proc = cli(*command, "--lake", lake, "--where", "ranks >= 1", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_sql_reads_the_lake_and_explain_analyze_of_a_select_works(unchanged):
     lake = unchanged[0]
     proc = cli("sql", "select count(*) as n from metrics where rank >= 0", "--lake", lake, "--format", "csv")

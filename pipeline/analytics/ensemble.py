@@ -104,8 +104,9 @@ def resolve_runs(table: pa.Table, runs) -> pa.Table:
 
 
 def _where(table: pa.Table, where: str | None, metas: list[str]) -> tuple[list[str], pd.DataFrame | None]:
-    """Run ids satisfying ``where`` (the user's SQL on the catalog) and the metadata values of ``metas``."""
-    con = duck.connection()
+    """Run ids satisfying ``where`` (the user's SQL on the catalog) and the metadata values of ``metas``; the
+    user's SQL runs on a sealed database (no file, no extension, no setting)."""
+    con = duck.sealed()
     try:
         con.register("runs", table)
         rel = con.table("runs")

@@ -13,7 +13,7 @@ def select_runs(lake, runs=None, where: str | None = None, params=None) -> list[
     if runs:
         return [lake.resolve(r)["run_id"] for r in runs]
     if where:
-        con = lake.connect()
+        con = lake.connect(confined=True)  # the user's SQL reads the lake's files only, changes no setting
         try:
             rel = con.table("runs").filter(duckdb.SQLExpression(where)).select("run_id")
             return [r[0] for r in rel.fetchall()]

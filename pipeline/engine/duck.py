@@ -41,6 +41,15 @@ def offline() -> duckdb.DuckDBPyConnection:
     return duckdb.connect(config=OFFLINE)
 
 
+def sealed() -> duckdb.DuckDBPyConnection:
+    """A database of its own that can read or write no file, load no extension and change no setting: for
+    user SQL fragments (``--where``) over registered Arrow tables."""
+    con = offline()
+    con.execute("set enable_external_access = false")
+    con.execute("set lock_configuration = true")
+    return con
+
+
 def confine(con: duckdb.DuckDBPyConnection, directories: list[str]) -> None:
     """From now on ``con``'s database reads and writes files only below ``directories`` (DuckDB's
     allowed_directories with external access off), loads no extension, and no statement can change a setting
