@@ -22,9 +22,11 @@ import duckdb
 import pyarrow as pa
 
 from perflake.engine import sqlfiles
+from perflake.errors import UsageError
 
 DEFAULT_TASK_ROWS = 1_000_000  # metric rows (node x location) one task reads at most, about 10 MB of Parquet
 RANK_MAX = 2**31 - 1
+CONNECT_SECONDS = 3.0  # a scheduler address that does not answer within this is an error, not a long hang
 LOCAL_SCHEDULERS = {"sync": "synchronous", "synchronous": "synchronous", "single-threaded": "synchronous",
                     "threads": "threads", "threading": "threads", "processes": "processes",
                     "multiprocessing": "processes"}
@@ -139,6 +141,11 @@ def fan_out(func: Callable, tasks: Iterable[dict], *, scheduler=None) -> list:
                              "an address such as 'tcp://host:8786', or a distributed.Client")
         from distributed import Client
 
-        with Client(scheduler, set_as_default=False) as client:
+        try:
+            client = Client(scheduler, set_as_default=False, timeout=CONNECT_SECONDS)
+        except (OSError, TimeoutError) as exc:
+            raise UsageError(f"scheduler {scheduler}: cannot connect within {CONNECT_SECONDS:g} s "
+                             f"({str(exc).splitlines()[0][:120]})") from None
+        with client:
             return list(dask.compute(*lazy, scheduler=client))
     return list(dask.compute(*lazy, scheduler=scheduler))
