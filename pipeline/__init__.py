@@ -17,5 +17,7 @@ from perflake.errors import LakeError, PerflakeError, ReaderError  # noqa: E402
 from perflake.graphframe import GraphFrame  # noqa: E402
 from perflake.lake import Lake  # noqa: E402
 from perflake.read import read, read_caliper, read_hpctoolkit, read_tau  # noqa: E402
+from perflake.read import read_cprofile, read_gprof_dot, read_pyinstrument  # noqa: E402
 
-__all__ = ["GraphFrame", "Lake", "LakeError", "PerflakeError", "ReaderError", "read", "read_caliper", "read_hpctoolkit", "read_tau", "__version__"]
+__all__ = ["GraphFrame", "Lake", "LakeError", "PerflakeError", "ReaderError", "read", "read_caliper", "read_hpctoolkit", "read_tau", "__version__",
+           "read_cprofile", "read_gprof_dot", "read_pyinstrument"]
