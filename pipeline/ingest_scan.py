@@ -73,7 +73,7 @@ def scan(paths, *, follow_symlinks: bool = False) -> Scan:
 
 _CALIPER_JSON_START = re.compile(rb'^(?:\xef\xbb\xbf)?\s*\{\s*"data"\s*:\s*\[\s*\[')  # Caliper writes its rows first
 _TAU_FILE = re.compile(r"^profile\.\d+\.\d+\.\d+$")
-_PYINSTRUMENT_KEY = re.compile(rb'"root_frame"\s*:')
+_PYINSTRUMENT_KEY = re.compile(rb'"root_frame"\s*:|^(?:\xef\xbb\xbf)?\s*\{\s*"start_time"\s*:')  # it writes start_time first
 _DOT_START = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:strict\s+)?digraph\b", re.I)
 _DIRECTORY_FORMATS = {"experiment.xml": "an HPCToolkit database", "meta.db": "an HPCToolkit v4 database"}
 
@@ -103,7 +103,7 @@ def _looks_like_profile(path: str) -> str | None:
             return None
         if _CALIPER_JSON_START.match(head) or (head.lstrip().startswith(b"{") and b'"column_metadata"' in head):
             return "a JSON file with Caliper's keys"
-        if head.lstrip().startswith(b"{") and _PYINSTRUMENT_KEY.search(head):
+        if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") and _PYINSTRUMENT_KEY.search(head):
             return "a JSON file with pyinstrument's keys"
     return None
 

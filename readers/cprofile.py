@@ -78,6 +78,8 @@ class Reader:
                 data = fh.read()
         except OSError as exc:
             raise ReaderError(path, exc.strerror or str(exc)) from None
+        if not data:
+            raise ReaderError(path, "an empty file")
         try:
             stats = loads(data)
         except MarshalError as exc:

@@ -124,6 +124,8 @@ class Reader:
                 data = fh.read()
         except OSError as exc:
             raise ReaderError(path, exc.strerror or str(exc)) from None
+        if not data:
+            raise ReaderError(path, "an empty file")
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:

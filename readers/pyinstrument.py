@@ -9,7 +9,7 @@ older versions), ``cpu_time`` and ``root_frame``, a tree of frames ``{"function"
 What this reader does (Hatchet's result for the same file, node by node; deviations marked *):
 
 * one node per frame, type ``function``, name = ``function``, file = ``file_path_short``, line = ``line_no``
-  (*no file and no line for pyinstrument's synthetic frames such as ``[self]``, whose path is empty and line 0);
+  (*``file_path`` when the short path is empty, no file when both are; line 0 of a frame without a file is no line);
 * ``time (inc)`` = ``time``; ``time`` = ``time`` minus the children's ``time``, subtracted one child after the
   other as Hatchet does (so the values are the same to the last bit);
 * *``is_application_code`` is not kept (a boolean column: perflake's Hatchet interop drops those too);
@@ -66,9 +66,11 @@ class Reader:
             raise ReaderError(path, "not pyinstrument JSON: no top-level 'root_frame'")
         if doc["root_frame"] is None:
             raise ReaderError(path, "pyinstrument recorded no samples (root_frame is null)")
-        check_text(path, doc)
         frames, values = _tree(doc["root_frame"], path)
         meta = {k: v for k, v in doc.items() if k != "root_frame" and _scalar(v)}
+        # text that is not text (a lone surrogate): only in what is kept (the document may nest deeper than
+        # json.dumps goes)
+        check_text(path, [frames.column("name").to_pylist(), frames.column("file").to_pylist(), meta])
         return ProfileRows(format=self.kind, source=path, frames=check_frames(path, frames), values=values,
                            metrics=list(METRICS), metadata=meta, reader_version=self.version)
 
@@ -126,6 +128,8 @@ def _load(path: str):
         with open(path, "rb") as fh:
             data = fh.read()
         text = data.decode("utf-8-sig")
+        if not text.strip():
+            raise ReaderError(path, "an empty file")
     except OSError as exc:
         raise ReaderError(path, exc.strerror or str(exc)) from None
     except UnicodeDecodeError as exc:
