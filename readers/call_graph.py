@@ -11,7 +11,7 @@ each function exactly one of its real callers as its tree parent:
 * a **root** is a function that no *other* function calls (a function called only by itself is a root too:
   Hatchet gives it no root and drops it from the traversal);
 * the tree grows from the roots in Prim's greedy order: the heaviest call edge (by its weight: the time the
-  callee spent on behalf of that caller, else its call count) from a function already in the tree to one not
+  callee spent on behalf of that caller, then its call count) from a function already in the tree to one not
   yet in it attaches the callee; ties go to the edge met first in the file.  A function therefore hangs under
   its heaviest caller whenever that caller is reachable from a root, and the tree never loops;
 * a cycle that no root reaches (e.g. profiling started inside mutual recursion) gets as root its function with
@@ -44,35 +44,41 @@ class CallTree:
     unreached_roots: int = 0  # roots chosen for parts of the graph no root reaches
 
 
-def _weight(w) -> float:
+def _number(w) -> float:
     return w if isinstance(w, float) and math.isfinite(w) else (float(w) if isinstance(w, int) else 0.0)
 
 
-def spanning_tree(n: int, edges: list[tuple[int, int, float]], inclusive: list[float]) -> CallTree:
+def _weight(w) -> tuple[float, ...]:
+    """An edge weight as a tuple compared in order (a number, or a tuple such as (time, calls): ties on time go
+    to the edge with more calls)."""
+    return tuple(_number(x) for x in w) if isinstance(w, tuple) else (_number(w),)
+
+
+def spanning_tree(n: int, edges: list[tuple[int, int, object]], inclusive: list[float]) -> CallTree:
     """The tree of a call graph of ``n`` functions (module docstring).  ``edges``: (caller, callee, weight) in
     file order (a repeated pair keeps its greatest weight); ``inclusive``: each function's inclusive value (NaN
     when unknown), to choose the root of a part of the graph that no root reaches."""
-    best: dict[tuple[int, int], tuple[float, int]] = {}
+    best: dict[tuple[int, int], tuple[tuple, int]] = {}
     for seq, (a, b, w) in enumerate(edges):
         w, key = _weight(w), (a, b)
         if key not in best:
             best[key] = (w, seq)
         elif w > best[key][0]:
             best[key] = (w, best[key][1])
-    out_edges: list[list[tuple[float, int, int]]] = [[] for _ in range(n)]
+    out_edges: list[list[tuple[tuple, int, int]]] = [[] for _ in range(n)]
     called_by_other = [False] * n
     for (a, b), (w, seq) in best.items():
         if a != b:
             out_edges[a].append((w, seq, b))
             called_by_other[b] = True
     parent = [-2] * n  # -2: not in the tree yet
-    heap: list[tuple[float, int, int, int]] = []
+    heap: list[tuple[tuple, int, int, int]] = []
 
     def attach(v: int, p: int) -> None:
         parent[v] = p
         for w, seq, b in out_edges[v]:
             if parent[b] == -2:
-                heapq.heappush(heap, (-w, seq, v, b))
+                heapq.heappush(heap, (tuple(-x for x in w), seq, v, b))
 
     for v in range(n):
         if not called_by_other[v]:

@@ -24,7 +24,7 @@ What this reader does (Hatchet's result for the same file, node by node; deviati
   one); ``file`` is the ``tooltip`` when there is one (Hatchet drops it);
 * a node without a label (or one only named by edges) has no values, as in Hatchet;
 * the call graph becomes a tree as :mod:`perflake.readers.call_graph` describes (*Hatchet keeps several
-  parents per node); an edge's weight is its total-time percentage, else its call count;
+  parents per node); an edge's weight is its total-time percentage, then its call count;
 * *Hatchet parses with pydot and keeps DOT escapes raw (``\\"`` stays in a name); here ``\\\\``, ``\\"`` and
   ``\\n`` are decoded.
 """
@@ -53,11 +53,12 @@ _PSTATS_NAME = re.compile(r"^([^:\n]*):([0-9]+):(.+)$", re.S)
 _HASHED_ID = re.compile(r"^_[0-9a-f]{40}$")
 
 
-def _split_label(label: str) -> tuple[list[str], dict[str, float], list[int]]:
-    """(head lines: process/module/name, time values by kind, ``N×`` counts) of a node label."""
+def _split_label(label: str, head: int = 1) -> tuple[list[str], dict[str, float], list[int]]:
+    """(head lines: process/module/name, time values by kind, ``N×`` counts) of a label; a node's label has
+    ``head`` = 1 line of text at least (its name), an edge's none."""
     lines = label.split("\n")
     k = len(lines)
-    while k > 1 and _VALUE.match(lines[k - 1].strip()):
+    while k > head and _VALUE.match(lines[k - 1].strip()):
         k -= 1
     times: dict[str, float] = {}
     counts: list[int] = []
@@ -143,11 +144,11 @@ def _rows(graph, path: str, reader: Reader) -> ProfileRows:
     edges = []
     for src, dst, attrs in graph.edges:
         try:
-            _, times, counts = _split_label(attrs.get("label", ""))
+            _, times, counts = _split_label(attrs.get("label", ""), head=0)
         except ValueError:
             times, counts = {}, []
         edge_counts = edge_counts or bool(counts)
-        weight = times.get("incp", counts[0] if counts else 0.0)
+        weight = (times.get("incp", times.get("inc", 0.0)), counts[0] if counts else 0.0)
         edges.append((index[src], index[dst], weight))
     names, modules, files, lines, values = [], [], [], [], []
     for nid in ids:
@@ -168,7 +169,7 @@ def _rows(graph, path: str, reader: Reader) -> ProfileRows:
         modules.append(module)
         files.append(file)
         lines.append(line)
-        values.append(times if label is not None else None)
+        values.append(times or None)  # a label without values (or none): no row, as in Hatchet
     metrics, columns = _metrics(values)
     tree = call_graph.spanning_tree(len(ids), edges, columns.get("time (inc)", [np.nan] * len(ids)))
     order = tree.order

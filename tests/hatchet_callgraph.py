@@ -75,3 +75,42 @@ def main(kind: str, path: str) -> None:
 
 if __name__ == "__main__":
     main(*sys.argv[1:3])
+
+
+# -- comparing a perflake GraphFrame with the report (runs in perflake's venv) ---------------------------------
+
+
+def compare_call_graph(gf, report: dict, key, hatchet_key, metrics, rtol: float = 1e-9) -> dict:
+    """Assert that perflake's GraphFrame ``gf`` of a call-graph format (gprof2dot DOT, pstats) holds Hatchet's
+    graph node by node.  Hatchet's nodes have several parents, so a node is matched by a function key, not a
+    call path: ``key(frame attrs, dataframe row)`` for ours, ``hatchet_key(report node)`` for Hatchet's.
+    Checked: the same functions, the same ``metrics`` values (relative ``rtol``, NaN = NaN), the same roots, each
+    tree parent one of Hatchet's parents, and Hatchet's call edges = our tree edges + the edges the metadata lists
+    as not in the tree (``call_graph.edges_not_in_tree_list``, labels by ``key``).  Returns {key: our node}."""
+    import numpy as np
+
+    theirs = {hatchet_key(n): n for n in report["nodes"]}
+    assert len(theirs) == len(report["nodes"]), "Hatchet's function keys are not unique"
+    by_id = {n["id"]: hatchet_key(n) for n in report["nodes"]}
+    df = gf.dataframe
+    ours = {}
+    for node in gf.graph.traverse():
+        row = df.loc[node]
+        ours[key(node.frame.attrs, row)] = node
+    assert set(ours) == set(theirs), (sorted(set(ours) - set(theirs))[:5], sorted(set(theirs) - set(ours))[:5])
+    for k, node in ours.items():
+        h = theirs[k]
+        row = df.loc[node]
+        for m in metrics:
+            want = h["row"].get(m) if h["row"] else None
+            got = row[m]
+            want = np.nan if want is None else float(want)
+            assert np.isclose(float(got), want, rtol=rtol, atol=0, equal_nan=True), (k, m, got, want)
+        parents = {by_id[p] for p in h["parents"]}
+        if node.parents:
+            ptree = node.parents[0]
+            assert key(ptree.frame.attrs, df.loc[ptree]) in parents, (k, "tree parent is not a caller in Hatchet")
+    assert {k for k, n in ours.items() if not n.parents} >= {by_id[r] for r in report["roots"]}
+    edges = {(by_id[p], hatchet_key(n)) for n in report["nodes"] for p in n["parents"]}
+    tree = {(key(n.parents[0].frame.attrs, df.loc[n.parents[0]]), k) for k, n in ours.items() if n.parents}
+    return ours, edges, tree
