@@ -66,11 +66,9 @@ class Reader:
             raise ReaderError(path, "not pyinstrument JSON: no top-level 'root_frame'")
         if doc["root_frame"] is None:
             raise ReaderError(path, "pyinstrument recorded no samples (root_frame is null)")
-        frames, values = _tree(doc["root_frame"], path)
         meta = {k: v for k, v in doc.items() if k != "root_frame" and _scalar(v)}
-        # text that is not text (a lone surrogate): only in what is kept (the document may nest deeper than
-        # json.dumps goes)
-        check_text(path, [frames.column("name").to_pylist(), frames.column("file").to_pylist(), meta])
+        check_text(path, meta)
+        frames, values = _tree(doc["root_frame"], path)
         return ProfileRows(format=self.kind, source=path, frames=check_frames(path, frames), values=values,
                            metrics=list(METRICS), metadata=meta, reader_version=self.version)
 
@@ -108,6 +106,9 @@ def _tree(root, path: str) -> tuple[pa.Table, pa.Table]:
         inc.append(float(frame["time"]))
         exc.append(self_time)
         stack.extend((c, me) for c in reversed(children))
+    # text that is not text (a lone surrogate), checked in what is kept: the document may nest deeper than
+    # json.dumps (which check_text uses) goes
+    check_text(path, [names, files])
     n = len(names)
     frames = pa.table({
         "local_id": pa.array(np.arange(n, dtype=np.int32)),
