@@ -51,6 +51,7 @@ _NUM = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
 _VALUE = re.compile(rf"^(?:(?P<incp>{_NUM})%|\((?P<excp>{_NUM})%\)|\((?P<exc>{_NUM})\)|(?P<inc>{_NUM})|(?P<n>[0-9]+)\u00d7)$")
 _PSTATS_NAME = re.compile(r"^([^:\n]*):([0-9]+):(.+)$", re.S)
 _HASHED_ID = re.compile(r"^_[0-9a-f]{40}$")
+_SPACE = re.compile(r"\s+")
 
 
 def _split_label(label: str, head: int = 1) -> tuple[list[str], dict[str, float], list[int]]:
@@ -78,9 +79,9 @@ def _name(node_id: str, head: list[str], tooltip: str | None) -> tuple[str, str 
     """(name, module, file, line) of a node from its ID, its label's head lines and its tooltip."""
     flat = [h.strip() for h in head]
     name, before = None, flat
-    for k in range(1, len(flat) + 1):  # the ID shown as the last k lines (a wrapped name: --wrap)
-        tail = flat[-k:]
-        if node_id in ("\n".join(tail), " ".join(tail), "".join(tail)):
+    bare = _SPACE.sub("", node_id)
+    for k in range(1, len(flat) + 1):  # the ID shown as the last k lines (--wrap splits a name at spaces and
+        if _SPACE.sub("", "".join(flat[-k:])) == bare:  # writes ", " as ",": compared without white space)
             name, before = node_id, flat[:-k]
             break
     if name is None:

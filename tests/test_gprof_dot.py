@@ -114,6 +114,13 @@ def test_other_label_layouts_of_the_real_gprof2dot(tmp_path):
     assert values["work"]["time (inc)"] == pytest.approx(100 * 65 / 85, abs=0.005)
     assert values["fib"]["samples"] == 50 and values["fib"]["time (inc)"] == values["fib"]["time"] == 58.82
     assert values["work"]["time"] == pytest.approx(100 * 10 / 85, abs=0.005)
+    long = "a_long_function_name_that_goes_on_and_on with spaces inside it, and more words here"
+    folded.write_text(f"main;{long} 30\nmain 10\n")
+    wrapped = subprocess.run([*GPROF2DOT, "-f", "collapse", "-n0", "-e0", "--wrap", str(folded)], check=True,
+                             capture_output=True, text=True).stdout
+    assert "\\nwith spaces inside it,and more\\n" in wrapped  # --wrap: 3 lines, ", " written ","
+    rows, _ = _read(wrapped, tmp_path, "wrapped.dot")
+    assert rows.frames.column("name").to_pylist() == ["main", long] and rows.frames.column("module").to_pylist() == [None, None]
     absolute = subprocess.run([*GPROF2DOT, "-f", "pstats", "-n0", "-e0", "--node-label=self-time",
                                "--node-label=total-time", str(pyprofiles.write_pstats(tmp_path / "w.pstats"))],
                               check=True, capture_output=True, text=True).stdout
