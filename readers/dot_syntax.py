@@ -19,7 +19,7 @@ from perflake.readers.base import shown
 
 _TOKEN = re.compile(
     r"""(?P<skip>\s+|//[^\n]*|/\*.*?\*/|(?<![^\n])\#[^\n]*)
-      |(?P<str>"(?:[^"\\]|\\.)*")
+      |(?P<str>"[^"\\]*(?:\\.[^"\\]*)*")  # unrolled: no regex stack per character of a huge string
       |(?P<arrow>->|--)
       |(?P<num>-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?))
       |(?P<id>[A-Za-z_\u0080-\U0010ffff][A-Za-z_0-9\u0080-\U0010ffff]*)
