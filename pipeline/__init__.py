@@ -23,7 +23,8 @@ from perflake._version import __version__
 # Eager, and light (perflake.read imports its GraphFrame and SQL path when called): the function `read` must
 # shadow the submodule `perflake.read` before anything imports that submodule, which would otherwise set the
 # package attribute `read` to the module.
-from perflake.read import read, read_caliper, read_hpctoolkit, read_tau
+from perflake.read import (read, read_caliper, read_cprofile, read_gprof_dot, read_hpctoolkit,
+                           read_pyinstrument, read_tau)
 
 # public name -> module defining it (imported on first attribute access)
 _PUBLIC = {
@@ -34,8 +35,8 @@ _PUBLIC = {
     "ReaderError": "perflake.errors",
 }
 
-__all__ = ["GraphFrame", "Lake", "LakeError", "PerflakeError", "ReaderError", "read", "read_caliper", "read_hpctoolkit",
-           "read_tau", "__version__"]
+__all__ = ["GraphFrame", "Lake", "LakeError", "PerflakeError", "ReaderError", "read", "read_caliper", "read_cprofile",
+           "read_gprof_dot", "read_hpctoolkit", "read_pyinstrument", "read_tau", "__version__"]
 
 
 def __getattr__(name: str):

@@ -35,3 +35,19 @@ def read_hpctoolkit(path: str | os.PathLike) -> GraphFrame:
     """Read an HPCToolkit database: the old experiment.xml + metric-db layout, the 2021-2022 sparse layout
     (experiment.xml + profile.db) or v4 meta.db/profile.db (sniffed)."""
     return read(path, readers.detect_among(path, ("hpctoolkit", "hpctoolkit_sparse", "hpctoolkit_v4")))
+
+
+
+def read_gprof_dot(path: str | os.PathLike) -> GraphFrame:
+    """Read gprof2dot's DOT output (a gprof/callgrind/perf/pstats call graph; see perflake.readers.gprof_dot)."""
+    return read(path, "gprof_dot")
+
+
+def read_cprofile(path: str | os.PathLike) -> GraphFrame:
+    """Read a cProfile/profile ``.pstats`` file (see perflake.readers.cprofile)."""
+    return read(path, "cprofile")
+
+
+def read_pyinstrument(path: str | os.PathLike) -> GraphFrame:
+    """Read pyinstrument's JSON output (see perflake.readers.pyinstrument)."""
+    return read(path, "pyinstrument")

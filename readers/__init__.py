@@ -15,10 +15,13 @@ from perflake.errors import FormatNotRecognized
 _REGISTRY = {
     "caliper": "perflake.readers.caliper",
     "caliper_json": "perflake.readers.caliper_json",
+    "cprofile": "perflake.readers.cprofile",
+    "gprof_dot": "perflake.readers.gprof_dot",
     "hatchet_json": "perflake.readers.hatchet_json",
     "hpctoolkit": "perflake.readers.hpctoolkit",
     "hpctoolkit_sparse": "perflake.readers.hpctoolkit_sparse",
     "hpctoolkit_v4": "perflake.readers.hpctoolkit_v4",
+    "pyinstrument": "perflake.readers.pyinstrument",
     "tau": "perflake.readers.tau",
 }
 REGISTRY = MappingProxyType(_REGISTRY)

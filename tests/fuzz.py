@@ -61,18 +61,22 @@ SOURCES = {
     ],
     "caliper_json": ["caliper-cpi-json/cpi-callpath-profile.json",
                      "caliper-lulesh-json/lulesh-annotation-profile.json"],
+    "cprofile": ["generated:workload.pstats"],  # made by tests/pyprofiles.py (no shared dataset): see source()
+    "gprof_dot": ["gprof2dot-cpi/callgrind.dot.64042.0.1"],
     "hatchet_json": ["json/hatchet-graph-literal.json"],
     "hpctoolkit": ["hpctoolkit-cpi-database"],
     "hpctoolkit_v4": ["hpctoolkit-gamess"],
+    "pyinstrument": ["generated:session.json"],
     "tau": ["tau-cpi-mpi"],
 }
 # formats with no real input under DATA: their own test file fuzzes databases of their generator
 GENERATED_ONLY = {"hpctoolkit_sparse": "tests/test_hpctoolkit_sparse.py"}
 # share of the cases per format (hpctoolkit_v4 is small: its only real database takes ~0.4 s to read)
-WEIGHTS = {"caliper": 0.25, "caliper_json": 0.2, "hatchet_json": 0.06, "hpctoolkit": 0.21, "hpctoolkit_v4": 0.07,
-           "tau": 0.21}
-TEXT = {"caliper", "caliper_json", "hatchet_json", "hpctoolkit", "tau"}  # formats with text files
-BINARY = {"hpctoolkit", "hpctoolkit_v4"}  # formats with binary files
+WEIGHTS = {"caliper": 0.2, "caliper_json": 0.15, "hatchet_json": 0.06, "hpctoolkit": 0.18, "hpctoolkit_v4": 0.07,
+           "tau": 0.16, "gprof_dot": 0.05, "cprofile": 0.08, "pyinstrument": 0.05}  # cprofile: most byte mutations
+# break its binary marshal data, so it needs more cases to read enough of them right
+TEXT = {"caliper", "caliper_json", "gprof_dot", "hatchet_json", "hpctoolkit", "pyinstrument", "tau"}  # text files
+BINARY = {"cprofile", "hpctoolkit", "hpctoolkit_v4"}  # formats with binary files
 
 # random mutations, by weight; "text" ones apply to text files (xml, json, cali, TAU), "binary" ones to binary
 BYTE_MUTATIONS = {"flip": 4, "truncate": 4, "zero": 2, "duplicate": 2, "delete": 2, "header": 2}
@@ -82,10 +86,13 @@ BINARY_MUTATIONS = {"word": 4, "float": 3}
 STRUCTURAL = {
     "caliper": {"empty_file": 1, "empty_dir": 1, "missing": 1, "huge_line": 1},
     "caliper_json": {"empty_file": 1, "empty_dir": 1, "missing": 1, "huge_line": 1, "json_deep": 2, "json_shape": 8},
+    "cprofile": {"empty_file": 1, "missing": 1},
+    "gprof_dot": {"empty_file": 1, "missing": 1, "huge_line": 1},
     "hatchet_json": {"empty_file": 1, "missing": 1, "huge_line": 1, "json_deep": 1, "hatchet_shape": 10},
     "hpctoolkit": {"empty_file": 2, "empty_dir": 1, "missing": 4, "huge_line": 1, "rename": 6, "metricdb_shape": 6,
                    "xml_hostile": 6},
     "hpctoolkit_v4": {"empty_file": 2, "empty_dir": 1, "missing": 3, "huge_line": 1},
+    "pyinstrument": {"empty_file": 1, "missing": 1, "huge_line": 1, "json_deep": 1},
     "tau": {"empty_file": 1, "empty_dir": 1, "missing": 2, "huge_line": 1, "rename": 6, "tau_count": 6, "tau_multi": 6},
 }
 
@@ -404,7 +411,8 @@ def _structural(rng: random.Random, case: Case, path: Path, root: Path) -> tuple
         return path, f"hostile DTD in experiment.xml: {evil[:40]!r}"
     if m == "json_deep":
         data = path.read_bytes()
-        pos = data.find(b'"nodes"') if case.kind == "caliper_json" else data.find(b'"dataframe"')
+        key = {"caliper_json": b'"nodes"', "pyinstrument": b'"root_frame"'}.get(case.kind, b'"dataframe"')
+        pos = data.find(key)
         deep = b"[" * 200_000 + b"]" * 200_000
         path.write_bytes(data[:pos] + b'"deep": ' + deep + b", " + data[pos:])
         return path, "200,000 nested lists"
@@ -465,10 +473,22 @@ def _structural(rng: random.Random, case: Case, path: Path, root: Path) -> tuple
     raise ValueError(f"unknown mutation {m!r}")
 
 
+def source(dataset: str, data: Path = DATA) -> Path:
+    """The real input named ``dataset``: a path under ``data``, or, for ``generated:NAME``, a file that
+    tests/pyprofiles.py makes with the real profiler (deterministic bytes: cProfile with a counting timer,
+    pyinstrument's own renderer on fixed samples)."""
+    if dataset.startswith("generated:"):
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import pyprofiles
+
+        return pyprofiles.generated(dataset.split(":", 1)[1])
+    return data / dataset
+
+
 def materialize(case: Case, root: Path, data: Path = DATA) -> tuple[Path, str]:
     """Copy the case's dataset under ``root`` and mutate it; (path for the reader, what was done)."""
     rng = random.Random(f"{case.id}")
-    path = copy_input(case.kind, data / case.dataset, root / "input")
+    path = copy_input(case.kind, source(case.dataset, data), root / "input")
     m = case.mutation
     if m in BYTE_MUTATIONS or m in TEXT_MUTATIONS or m in BINARY_MUTATIONS:
         want = "text" if m in TEXT_MUTATIONS else "binary" if m in BINARY_MUTATIONS else "any"

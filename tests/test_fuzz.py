@@ -34,7 +34,7 @@ TABLES = ("runs", "nodes", "edges", "metrics")
 def _need_sources() -> None:
     for datasets in fuzz.SOURCES.values():
         for ds in datasets:
-            _need(fuzz.DATA / ds)
+            _need(fuzz.source(ds))
 
 
 @pytest.fixture(scope="module")

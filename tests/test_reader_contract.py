@@ -17,20 +17,32 @@ from perflake.ingest.normalize import normalize
 from perflake.readers import REGISTRY, detect, get_reader
 from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER
 
-# format -> datasets under ../shared/data (a dataset may name a file inside its folder)
+# format -> datasets under ../shared/data (a dataset may name a file inside its folder); "generated:NAME" is
+# made at test time by the real profiler (tests/pyprofiles.py, as tests/fuzz.py's source())
 DATASETS = {
     "caliper": ["caliper-example-cali/example-profile.cali", "caliper-lulesh-cali/lulesh-annotation-profile.cali",
                 "caliper-ordered-cali-mpi/230525-151723_1930647_FSY8b8cKSEEi.cali",
                 "caliper-sw4-cuda-activity-profile-cali/caliper_cuda_activity_profile_summary_v2.cali"],
     "caliper_json": ["caliper-cpi-json/cpi-callpath-profile.json", "caliper-lulesh-json/lulesh-annotation-profile.json"],
+    "cprofile": ["generated:workload.pstats"],
+    "gprof_dot": ["gprof2dot-cpi/callgrind.dot.64042.0.1"],
     "hatchet_json": ["json/hatchet-graph-literal.json"],
     "hpctoolkit": ["hpctoolkit-cpi-database"],
     "hpctoolkit_v4": ["hpctoolkit-gamess"],
+    "pyinstrument": ["generated:session.json"],
     "tau": ["tau-cpi-mpi"],
 }
 CASES = [(kind, ds) for kind in sorted(REGISTRY) for ds in DATASETS.get(kind, [])]
 # readers with no real dataset under ../shared/data: their own test file checks the contract on generated input
 GENERATED = {"hpctoolkit_sparse": "tests/test_hpctoolkit_sparse.py"}
+
+
+def _dataset(shared_data, ds: str):
+    if ds.startswith("generated:"):
+        import pyprofiles
+
+        return pyprofiles.generated(ds.split(":", 1)[1])
+    return shared_data(ds)
 
 
 def test_every_registered_reader_has_datasets():
@@ -40,7 +52,7 @@ def test_every_registered_reader_has_datasets():
 @pytest.fixture
 def read_case(shared_data):
     def read(kind, ds):
-        path = shared_data(ds)
+        path = _dataset(shared_data, ds)
         return path, get_reader(kind).read(str(path))
 
     return read
@@ -48,7 +60,7 @@ def read_case(shared_data):
 
 @pytest.mark.parametrize("kind,ds", CASES)
 def test_sniffing_picks_the_reader(kind, ds, shared_data):
-    assert detect(shared_data(ds)) == kind
+    assert detect(_dataset(shared_data, ds)) == kind
 
 
 @pytest.mark.parametrize("kind,ds", CASES)
@@ -85,7 +97,7 @@ def test_ids_are_stable_and_acyclic(kind, ds, read_case):
 
 @pytest.mark.parametrize("kind,ds", CASES)
 def test_catalog_row_is_complete(kind, ds, shared_data, lake):
-    report = lake.ingest([shared_data(ds)])
+    report = lake.ingest([_dataset(shared_data, ds)])
     assert len(report.ingested) == 1, report.failed
     row = lake.runs().iloc[0]
     assert row["format"] == kind and row["schema_version"] == SCHEMA_VERSION

@@ -150,6 +150,27 @@ class GraphFrame:
 
     from_hpctoolkit_latest = from_hpctoolkit  # Hatchet's name for v4 databases: the same sniffing reader
 
+    @staticmethod
+    def from_gprof_dot(filename) -> "GraphFrame":
+        """gprof2dot's DOT output (Hatchet's ``from_gprof_dot``; the call graph as a tree: perflake.readers.call_graph)."""
+        from perflake.read import read_gprof_dot
+
+        return read_gprof_dot(filename)
+
+    @staticmethod
+    def from_cprofile(filename) -> "GraphFrame":
+        """A cProfile ``.pstats`` file (Hatchet's ``from_cprofile``; the call graph as a tree: perflake.readers.call_graph)."""
+        from perflake.read import read_cprofile
+
+        return read_cprofile(filename)
+
+    @staticmethod
+    def from_pyinstrument(filename) -> "GraphFrame":
+        """pyinstrument's JSON output (Hatchet's ``from_pyinstrument``)."""
+        from perflake.read import read_pyinstrument
+
+        return read_pyinstrument(filename)
+
     # -- Hatchet's constructors from literals (perflake.interop.literal) -------------------------------------
     @staticmethod
     def from_literal(graph_dict) -> "GraphFrame":

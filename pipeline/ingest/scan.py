@@ -73,16 +73,28 @@ def scan(paths, *, follow_symlinks: bool = False) -> Scan:
 
 _CALIPER_JSON_START = re.compile(rb'^(?:\xef\xbb\xbf)?\s*\{\s*"data"\s*:\s*\[\s*\[')  # Caliper writes its rows first
 _TAU_FILE = re.compile(r"^profile\.\d+\.\d+\.\d+$")
+_PYINSTRUMENT_KEY = re.compile(rb'"root_frame"\s*:|^(?:\xef\xbb\xbf)?\s*\{\s*"start_time"\s*:')  # it writes start_time first
+_DOT_START = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:strict\s+)?digraph\b", re.I)
 _DIRECTORY_FORMATS = {"experiment.xml": "an HPCToolkit database", "meta.db": "an HPCToolkit v4 database"}
 
 
 def _looks_like_profile(path: str) -> str | None:
     """Why a file no reader accepts still looks like a profile (a walk then reports it), or None: a ``.cali``
     file, or a ``.json`` file that starts as Caliper's json-split does (rows first) or names its
-    ``column_metadata`` (empty, truncated or damaged files)."""
+    ``column_metadata`` or pyinstrument's ``root_frame``, a ``.pstats``/``.prof`` file, a ``.dot``/``.gv`` file
+    that starts as a digraph (empty, truncated or damaged files)."""
     name = os.path.basename(path)
     if name.endswith(".cali"):
         return "a .cali file"
+    if name.endswith((".pstats", ".prof")):
+        return "a cProfile .pstats file"
+    if name.endswith((".dot", ".gv")) or ".dot." in name:
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(1 << 12)
+        except OSError:
+            return None
+        return "a gprof2dot DOT file" if not head.strip() or _DOT_START.match(head) else None
     if name.endswith(".json"):
         try:
             with open(path, "rb") as fh:
@@ -91,6 +103,8 @@ def _looks_like_profile(path: str) -> str | None:
             return None
         if _CALIPER_JSON_START.match(head) or (head.lstrip().startswith(b"{") and b'"column_metadata"' in head):
             return "a JSON file with Caliper's keys"
+        if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") and _PYINSTRUMENT_KEY.search(head):
+            return "a JSON file with pyinstrument's keys"
     return None
 
 
