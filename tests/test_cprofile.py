@@ -20,7 +20,7 @@ import hatchet_callgraph
 import pyprofiles
 from perflake import GraphFrame, Lake, read_cprofile
 from perflake.errors import ReaderError
-from perflake.ingest_scan import scan
+from perflake.ingest.scan import scan
 from perflake.readers import detect, get_reader
 
 METRICS = ["time", "time (inc)", "numcalls", "nativecalls"]

@@ -212,7 +212,7 @@ def test_ingest_picks_up_the_dot_and_reports_a_damaged_one(shared_data, tmp_path
     assert len(report.ingested) == 1 and not report.failed
     runs = lake.runs()
     assert list(runs["format"]) == ["gprof_dot"] and int(runs["n_nodes"].iloc[0]) == 105
-    from perflake.ingest_scan import scan
+    from perflake.ingest.scan import scan
 
     found = scan([folder])
     assert [(k, Path(p).name) for k, p, _ in found.runs] == [("gprof_dot", "callgrind.dot.1")]

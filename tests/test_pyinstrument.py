@@ -16,7 +16,7 @@ import pyprofiles
 from golden import compare
 from perflake import GraphFrame, Lake, read_pyinstrument
 from perflake.errors import ReaderError
-from perflake.ingest_scan import scan
+from perflake.ingest.scan import scan
 from perflake.readers import detect, get_reader
 
 
