@@ -142,6 +142,7 @@ class Meta:
     functions: dict[int, tuple]  # pointer -> (name, module pointer, offset, file pointer, line)
     contexts: Contexts
     version: str
+    file_flags: dict[int, int] = field(default_factory=dict)  # source file pointer -> flags (bit 0: copied)
 
 
 def _strings(b: Blob, ptrs, what: str) -> list[str | None]:
@@ -252,6 +253,7 @@ def read_meta(path: str) -> Meta:
     modules = {p_mod + i * sz_mod: b.cstr(p, "module path") for i, (_, p) in enumerate(mods)}
     p_file, sz_file, fils = _table(b, 6, "source files", "<I4xQ")
     files = {p_file + i * sz_file: b.cstr(p, "file path") for i, (_, p) in enumerate(fils)}
+    file_flags = {p_file + i * sz_file: flags for i, (flags, _) in enumerate(fils)}
     p_fn, sz_fn, fns = _table(b, 7, "functions", "<QQQQI")
     functions = {
         p_fn + i * sz_fn: (b.cstr(pn, "function name"), pm, off, pf, line)
@@ -267,6 +269,7 @@ def read_meta(path: str) -> Meta:
         functions=functions,
         contexts=_context_tree(b),
         version=f"{b.major}.{b.minor}",
+        file_flags=file_flags,
     )
 
 
