@@ -23,7 +23,7 @@ Where this view differs from Hatchet, on purpose (tests/test_hpctoolkit_latest.p
 
 * Identity: sibling contexts with the same frame are one node (their values summed), as everywhere in perflake
   (call-path ids, :mod:`perflake.identity`); Hatchet keeps one node per context (hpctoolkit-gamess: 11 292
-  Hatchet rows, 8 396 nodes here; summed per call path the values are equal).  ``file``, ``line`` and ``module``
+  Hatchet rows, 8 399 nodes here, 8 396 call paths of names on both sides, with equal values per path).  ``file``, ``line`` and ``module``
   are kept as columns and are part of the identity (formats.md B.10); ``name`` is not a metric (B.8).
 * Parallel mode: the index is (``node``, ``rank``, ``thread``) as for every perflake frame, not Hatchet's
   (``node``, ``profile``); ``metadata["hpctoolkit.profiles"]`` maps each profile (Hatchet's ``profile``
@@ -40,7 +40,10 @@ Where this view differs from Hatchet, on purpose (tests/test_hpctoolkit_latest.p
   gives the directory's mtime) and no ``nodes`` (Hatchet parses it from the directory name): B.12.
 
 Exclusive here means the function scope, as in Hatchet: a function's cost is also on each of its lines and
-loops, so ``time`` does not add up over a subtree (use ``time (inc)``, execution scope, for totals).
+loops, so ``time`` does not add up over a subtree (use ``time (inc)``, execution scope, for totals).  For the
+same reason ``filter``/``squash`` with ``update_inc_cols=True`` (Hatchet's default) re-derive ``time (inc)``
+from ``time`` and overcount (hpctoolkit-gamess: 3 268.66 s at the root instead of 1 608.49 s); Hatchet's
+squash does the same sum.  Pass ``update_inc_cols=False`` to keep the database's inclusive values.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ metric, node count, the profile table of parallel mode (``metadata``) and every 
 ``[call path of names, profile or null, {column: value}]`` (NaN as null).  A keyword set may carry
 ``"_guard": true``: Hatchet's ``binary_search`` then clamps its upper bound to the buffer it searches (formats.md
 B.7: its bound starts at ``n`` instead of ``n-1`` and parallel mode raises struct.error on hpctoolkit-gamess);
-nothing else of Hatchet is changed.  tests/test_hpctoolkit_latest.py calls :func:`load` (stdlib only at import).
+nothing else of Hatchet is changed.  ``"_filter_all": true`` reports ``gf.filter(lambda row: True)`` (a filter
+that keeps every row, then Hatchet's squash with its default ``update_inc_cols=True``).  tests/test_hpctoolkit_latest.py calls :func:`load` (stdlib only at import).
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ def main(path: str, cases: list[dict]) -> None:
     for kwargs in cases:
         kwargs = dict(kwargs)
         latest.binary_search = guarded if kwargs.pop("_guard", False) else original
-        out.append(_report(hatchet.GraphFrame.from_hpctoolkit_latest(path, **kwargs)))
+        squash = kwargs.pop("_filter_all", False)
+        gf = hatchet.GraphFrame.from_hpctoolkit_latest(path, **kwargs)
+        out.append(_report(gf.filter(lambda row: True) if squash else gf))
     sys.stdout.write(json.dumps(out) + "\n")
 
 

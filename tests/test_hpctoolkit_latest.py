@@ -179,6 +179,23 @@ def test_keyword_effects(shared_data):
     assert gpu.dataframe["gpuop (inc)"].iloc[0] == pytest.approx(full.loc[main, "sum(gpuop (inc))"].iloc[0], rel=1e-12)
 
 
+def test_squash_rederives_inclusive_from_function_scope_as_hatchet(shared_data, bench_python):
+    """``time`` is the function scope (as in Hatchet), which repeats a function's cost on its lines and loops;
+    a squash that re-derives ``time (inc)`` from it (Hatchet's default) gives the same wrong total in both
+    tools: documented in perflake.hpctoolkit_latest.  ``update_inc_cols=False`` keeps the database's values."""
+    db = shared_data(SAMPLE)
+    case = {"max_depth": 8}
+    before, after = hatchet(db, case, {**case, "_filter_all": True})
+    gf = GraphFrame.from_hpctoolkit_latest(db, **case)
+    kept = gf.filter(lambda row: True)
+    assert_same(ours(kept, ["time (inc)", "time"]), theirs(after, ["time (inc)", "time"], unpack_copied))
+    root = kept.dataframe["time (inc)"].iloc[0]
+    assert root == pytest.approx(gf.dataframe["time"].sum(), rel=1e-12) == pytest.approx(0.860282, rel=1e-6)
+    assert gf.dataframe["time (inc)"].iloc[0] == pytest.approx(1608.492466, rel=1e-12)
+    assert_same(ours(gf.filter(lambda row: True, update_inc_cols=False), ["time (inc)", "time"]),
+                theirs(before, ["time (inc)", "time"], unpack_copied))
+
+
 def test_copied_sources_in_the_current_form_are_named_as_hatchet_names_them(shared_data, bench_python, tmp_path):
     base = shared_data(SAMPLE)
     db = rewrite_sources(base, tmp_path / "db", lambda f, p: (f, "src/" + p[len(COPIED_AS):]) if f & COPIED else None)
