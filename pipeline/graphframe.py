@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from perflake import hpctoolkit_latest as _hpctoolkit_latest
 from perflake.errors import UsageError
 from perflake.graph import Graph
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
@@ -158,28 +159,9 @@ class GraphFrame:
 
         return read_hpctoolkit(dirname)
 
-    @staticmethod
-    def from_hpctoolkit_latest(dirname, directory_mapping=None, parallel_profiles_mode: bool = False, max_depth=None,
-                               min_percentage_of_application_time=None, exclude_mpi_function_details: bool = False,
-                               exclude_openmp_function_details: bool = False,
-                               exclude_cuda_function_details: bool = False,
-                               exclude_system_libraries_source_code: bool = False,
-                               exclude_function_call_lines: bool = False,
-                               exclude_no_source_code_instructions: bool = False, exclude_instructions: bool = False,
-                               exclude_non_function_nodes: bool = False, label_function_nodes: bool = True,
-                               metric_names=None, metric_scopes=None, summary_metrics=None,
-                               profile_ranks=None) -> "GraphFrame":
-        """An HPCToolkit v4 database as Hatchet's ``from_hpctoolkit_latest`` shows it (main thread, summary
-        ``time``/``time (inc)``; per thread with ``parallel_profiles_mode``); see perflake.hpctoolkit_latest.
-        perflake's full view (every entry point and scope, the summary at rank -1) is ``from_hpctoolkit``."""
-        from perflake.hpctoolkit_latest import from_hpctoolkit_latest
-
-        return from_hpctoolkit_latest(
-            dirname, directory_mapping, parallel_profiles_mode, max_depth, min_percentage_of_application_time,
-            exclude_mpi_function_details, exclude_openmp_function_details, exclude_cuda_function_details,
-            exclude_system_libraries_source_code, exclude_function_call_lines, exclude_no_source_code_instructions,
-            exclude_instructions, exclude_non_function_nodes, label_function_nodes, metric_names, metric_scopes,
-            summary_metrics, profile_ranks)
+    # Hatchet's view of a v4 database, with Hatchet's keywords (main thread, summary time/time (inc); per
+    # thread with parallel_profiles_mode); perflake's full view is from_hpctoolkit (see perflake.hpctoolkit_latest)
+    from_hpctoolkit_latest = staticmethod(_hpctoolkit_latest.from_hpctoolkit_latest)
 
     # -- Hatchet's constructors from literals (perflake.literal_io) ------------------------------------------
     @staticmethod

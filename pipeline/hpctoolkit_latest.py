@@ -269,7 +269,10 @@ def from_hpctoolkit_latest(dirname, directory_mapping=None, parallel_profiles_mo
                            exclude_instructions: bool = False, exclude_non_function_nodes: bool = False,
                            label_function_nodes: bool = True, metric_names=None, metric_scopes=None,
                            summary_metrics=None, profile_ranks=None):
-    """Hatchet's ``GraphFrame.from_hpctoolkit_latest`` (same keywords, see the module docstring)."""
+    """An HPCToolkit v4 database as Hatchet's ``GraphFrame.from_hpctoolkit_latest`` shows it, same keywords:
+    the main thread under the root ``entry``, summary ``time (inc)``/``time`` per node, or per (rank, thread)
+    with ``parallel_profiles_mode``.  The differences from Hatchet are in :mod:`perflake.hpctoolkit_latest`;
+    perflake's full view (every entry point and scope, the summary at rank -1) is ``from_hpctoolkit``."""
     from perflake.graphframe import GraphFrame
     from perflake.normalize import normalize
 

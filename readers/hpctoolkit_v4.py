@@ -17,19 +17,17 @@ Format reference: ``shared/docs/formats.md`` section 2; the binary decoding is i
   ``<output directory given to hpcprof>/src/<original absolute path>``).  For such a file everything up to
   and including the first ``src`` path component is removed and the leading ``/`` restored, so names,
   ``file`` attributes and call-path ids use the original path whether and wherever the sources were copied;
-  ``hpctoolkit.copied_sources`` in the metadata maps each original path to its in-database path.  A file
-  without the flag is left as it is (``.../spack-src/src/pthread.c`` is an original path).  Only a copied
-  path whose output directory itself contains a ``src`` component would be cut too early: the format does
-  not record that directory.
-* **Values on contexts absent from meta.db** (formats.md 2.5; FORMATS.md: hpcprof since 2022 elides
-  instruction contexts with a lexical relation, ``elide()`` in ``src/hpcprof/sinks/metadb.hpp``, moving their
-  children up to the parent, but still writes their values to profile.db/cct.db).  Such values make no node:
-  their cost is already in the ancestors' ``execution`` and ``function`` values (on hpctoolkit-gamess, for
-  every tree context and all 65 profiles, execution minus the children's execution equals function minus
-  the lexical children's function; tests/test_hpctoolkit_v4.py).  hpcviewer, Hatchet and HPCToolkit's own
-  tools also read values only for ids in meta.db.  The metadata records how many ids were elided
-  (``hpctoolkit.missing_contexts``), how many values were skipped (``hpctoolkit.missing_values``) and their
-  summed summary ``point`` cost per column (``hpctoolkit.missing_point_cost``).
+  ``hpctoolkit.copied_sources`` maps each original path to its in-database path.  A file without the flag is
+  left as it is (``.../spack-src/src/pthread.c``).  An output directory that itself has a ``src`` component
+  would be cut too early (the format does not record that directory).
+* **Values on contexts absent from meta.db** (formats.md 2.5; hpcprof since 2022 leaves instruction contexts
+  with a lexical relation out of meta.db, ``MetaDB::elide()`` in HPCToolkit's ``src/hpcprof/sinks/metadb.hpp``,
+  their children moved up to the parent, but still writes their values to profile.db and cct.db).  Such values make no node:
+  their cost is already in the ancestors' ``execution`` and ``function`` values (hpctoolkit-gamess, every
+  tree context, all 65 profiles: execution minus the children's execution equals function minus the lexical
+  children's function; tests/test_hpctoolkit_v4.py).  hpcviewer and Hatchet also read only ids in meta.db.
+  Metadata: ``hpctoolkit.missing_contexts`` (ids), ``hpctoolkit.missing_values`` (values skipped) and
+  ``hpctoolkit.missing_point_cost`` (their summed summary ``point`` cost per column).
 * **Locations.** Each non-summary profile is identified by its id tuple.  rank = the ``RANK`` id (0 when
   the tuple has none); thread = the ``THREAD`` id for a CPU thread (0 when nothing is below the rank).
   Any other profile (GPU streams: ``GPUCONTEXT``, ``GPUSTREAM``) gets thread = 10000 + k, k = its position
