@@ -113,6 +113,18 @@ def test_default_view_is_hatchets(shared_data, bench_python):
     assert gf.metadata["hpctoolkit.view"] == "hatchet" and gf.metadata["hpctoolkit.missing_contexts"] == 5931
 
 
+def test_default_view_matches_the_shared_golden(shared_data, golden):
+    """../shared/golden/hpctoolkit-gamess.csv (Hatchet's summary view) without running Hatchet: same call paths
+    (copied sources by their original path, item 1), same values, no path missing or extra."""
+    import golden as golden_check
+
+    gold = golden(SAMPLE)
+    gold["callpath"] = [tuple(unpack_copied(n) for n in c) for c in gold["callpath"]]
+    gf = GraphFrame.from_hpctoolkit_latest(shared_data(SAMPLE))
+    mine = golden_check.compare(gf, gold)
+    assert set(mine.index) == set(gold["callpath"]) and len(mine) == 8396
+
+
 def test_parallel_view_is_hatchets(shared_data, bench_python):
     db = shared_data(SAMPLE)
     (h,) = hatchet(db, {"parallel_profiles_mode": True, "_guard": True})
