@@ -12,10 +12,22 @@ Format reference: ``shared/docs/formats.md`` section 2; the binary decoding is i
   are kept in metadata ``hpctoolkit.function_names``), ``loop <file>:<line>``, ``line <file>:<line>``,
   ``<module>:<offset>`` for an instruction.  ``type`` is the lexical type (``function``, ``loop``, ``line``,
   ``instruction``), prefixed ``inlined `` when the context's relation to its parent is an inlined call.
-* **Contexts missing from meta.db** (formats.md 2.5, B.13): values whose ctxId is not in the tree are kept
-  under a second root ``<contexts missing from meta.db>`` as children ``<unknown context N>`` (type
-  ``unknown``), never dropped.  Their values are also contained in the inclusive values of their (unknown)
-  tree ancestors, so this root is outside the program root.
+* **Source files copied into the database** (the ``copied`` flag, bit 0 of a source file's flags in
+  meta.db): hpcprof stores them as ``src/<original absolute path>`` (releases before mid-2023:
+  ``<output directory given to hpcprof>/src/<original absolute path>``).  For such a file everything up to
+  and including the first ``src`` path component is removed and the leading ``/`` restored, so names,
+  ``file`` attributes and call-path ids use the original path whether and wherever the sources were copied;
+  ``hpctoolkit.copied_sources`` maps each original path to its in-database path.  A file without the flag is
+  left as it is (``.../spack-src/src/pthread.c``).  An output directory that itself has a ``src`` component
+  would be cut too early (the format does not record that directory).
+* **Values on contexts absent from meta.db** (formats.md 2.5; hpcprof since 2022 leaves instruction contexts
+  with a lexical relation out of meta.db, ``MetaDB::elide()`` in HPCToolkit's ``src/hpcprof/sinks/metadb.hpp``,
+  their children moved up to the parent, but still writes their values to profile.db and cct.db).  Such values make no node:
+  their cost is already in the ancestors' ``execution`` and ``function`` values (hpctoolkit-gamess, every
+  tree context, all 65 profiles: execution minus the children's execution equals function minus the lexical
+  children's function; tests/test_hpctoolkit_v4.py).  hpcviewer and Hatchet also read only ids in meta.db.
+  Metadata: ``hpctoolkit.missing_contexts`` (ids), ``hpctoolkit.missing_values`` (values skipped) and
+  ``hpctoolkit.missing_point_cost`` (their summed summary ``point`` cost per column).
 * **Locations.** Each non-summary profile is identified by its id tuple.  rank = the ``RANK`` id (0 when
   the tuple has none); thread = the ``THREAD`` id for a CPU thread (0 when nothing is below the rank).
   Any other profile (GPU streams: ``GPUCONTEXT``, ``GPUSTREAM``) gets thread = 10000 + k, k = its position
@@ -23,8 +35,13 @@ Format reference: ``shared/docs/formats.md`` section 2; the binary decoding is i
   CPU profile whose (rank, thread) is already taken is numbered the same way.  ``hpctoolkit.profiles`` in
   the metadata lists every profile with its full id tuple, its value count and its (rank, thread).
 * **Metrics** (names as Hatchet builds them: lower case, ``(unit)`` dropped, ``realtime``/``cputime``/
-  ``cycles`` -> ``time``): scope ``function`` -> ``<m>`` (exclusive), ``execution`` -> ``<m> (inc)``
-  (inclusive), any other scope -> ``<m> (<scope>)`` (role other), each scope its own column (B.9).  Units
+  ``cycles`` -> ``time``): scope ``execution`` -> ``<m> (inc)`` (inclusive), ``function`` -> ``<m>``
+  (exclusive, as Hatchet: the cost of the function itself, also on each of its loops and lines, so the
+  values of a line and of its function overlap), any other scope -> ``<m> (<scope>)`` (role other), each
+  scope its own column (B.9).  hpcviewer shows ``lex_aware`` as the exclusive value instead; ``point`` is
+  the raw attribution of a context alone and never the exclusive metric.  A self value that adds up over
+  the tree is ``execution`` minus the children's ``execution`` (equal to ``function`` minus the lexical
+  children's ``function``).  Units
   from the ``(unit)`` suffix (``sec`` -> ``seconds``, ``B`` -> ``bytes``).  Metrics without any stored
   value get no column (all are listed in ``hpctoolkit.metrics`` with their columns).  Values not stored
   (HPCToolkit stores no zeros) are null, never NaN, so merged sibling nodes sum correctly; so is an infinite
@@ -42,6 +59,7 @@ Format reference: ``shared/docs/formats.md`` section 2; the binary decoding is i
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 
@@ -55,7 +73,8 @@ from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX
 
 GPU_THREAD_BASE = 10000
 SUMMARY_RANK = -1
-ROOT_NAME, MISSING_ROOT = "<program root>", "<contexts missing from meta.db>"
+ROOT_NAME = "<program root>"
+COPIED = 1  # bit 0 of a source file's flags: the file was copied into the database
 _FILE_NAMES = {b"meta": "meta.db", b"prof": "profile.db", b"ctxt": "cct.db"}
 _UNITS = {"sec": "seconds", "B": "bytes"}
 _TIME_NAMES = {"cputime": "time", "realtime": "time", "cycles": "time"}
@@ -75,6 +94,30 @@ def hatchet_function_name(name: str) -> str:
     return name
 
 
+def original_source_path(stored: str) -> str:
+    """The original path of a source file hpcprof copied into the database: ``src/home/u/x.c`` and
+    ``<outdir>/src/home/u/x.c`` -> ``/home/u/x.c`` (everything up to and including the first ``src`` path
+    component removed, the leading ``/`` restored).  A path without a ``src`` component is returned as is."""
+    parts = stored.split("/")
+    if "src" not in parts:
+        return stored
+    rest = "/".join(parts[parts.index("src") + 1 :]).lstrip("/")
+    return "/" + rest if rest else stored
+
+
+def _source_files(meta: sec.Meta) -> tuple[dict[int, str], dict[str, str]]:
+    """Source file pointer -> the path names use; and original path -> in-database path of the copied files."""
+    files, copied = {}, {}
+    for ptr, path in meta.files.items():
+        if path is not None and meta.file_flags.get(ptr, 0) & COPIED:
+            original = original_source_path(path)
+            if original != path:
+                copied[original] = path
+            path = original
+        files[ptr] = path
+    return files, dict(sorted(copied.items()))
+
+
 def _db_files(path: str) -> dict[bytes, str]:
     """format id -> file, the canonical name (meta.db, ...) preferred over any other *.db of that kind."""
     found: dict[bytes, str] = {}
@@ -92,7 +135,7 @@ def _db_files(path: str) -> dict[bytes, str]:
 
 
 def _split_unit(raw: str) -> tuple[str, str | None]:
-    """``"CPUTIME (sec)"`` -> ``("CPUTIME", "sec")``; ``(raw, None)`` without a final ``(...)`` (string methods:
+    r"""``"CPUTIME (sec)"`` -> ``("CPUTIME", "sec")``; ``(raw, None)`` without a final ``(...)`` (string methods:
     the regex ``^(.*?)\s*\(([^()]*)\)$`` takes quadratic time on a long run of blanks)."""
     body = raw[:-1] if raw.endswith("\n") else raw  # "$" also matches before a final newline
     i = body.rfind("(")
@@ -135,7 +178,7 @@ def _metric_columns(metrics: list[dict]) -> tuple[list[Metric], dict[int, str], 
             stat[s["stat_id"]] = name = f"{_COMBINE.get(s['combine'], 'combine%d' % s['combine'])}({inner})"
             summaries.append(Metric(name, OTHER, unit if formula == "$$" else None))
             sums.append({**s, "column": name})
-        described.append({"name": raw, "unit": unit, "scopes": scopes, "summaries": sums})
+        described.append({"name": raw, "base": base, "unit": unit, "scopes": scopes, "summaries": sums})
     order = lambda m: not (m.name == "time" or m.name.startswith("time (") or "(time" in m.name)  # noqa: E731
     return sorted(out, key=order) + sorted(summaries, key=order), prop, stat, described
 
@@ -256,6 +299,21 @@ def _values(prof: sec.Profiles, local: np.ndarray, n_local: int, metrics: list[M
     return pa.table(values), [metrics[j] for j in keep]
 
 
+def _point_cost(infos: list[dict], described: list[dict], profile: np.ndarray, metric: np.ndarray,
+                value: np.ndarray) -> dict[str, float]:
+    """Summary column -> the summed ``point``-scope cost (a plain sum, ``$$``) stored on contexts absent
+    from meta.db, in the first summary profile."""
+    summary = next((i["index"] for i in infos if i["summary"]), None)
+    out = {}
+    for md in described:
+        for s in md["summaries"]:
+            if s["scope"] == "point" and s["combine"] == 0 and (s["formula"] or "$$") == "$$":
+                total = value[(profile == summary) & (metric == s["stat_id"])].sum()
+                if total:
+                    out[s["column"]] = float(total)
+    return out
+
+
 def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """``values[i]`` for each wanted key equal to ``keys[i]``, -1 for the others (sorted search: ctxIds are
     u32, so a table indexed by id could need 32 GB for a damaged file)."""
@@ -268,7 +326,7 @@ def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndar
 
 class Reader:
     kind = "hpctoolkit_v4"
-    version = "1"
+    version = "2"  # 2: copied source paths restored, no node for contexts absent from meta.db
 
     @staticmethod
     def sniff(path: str) -> bool:
@@ -290,23 +348,25 @@ class Reader:
                 raise ReaderError(found[fmt], "missing: an HPCToolkit v4 database needs meta.db and profile.db")
         meta = sec.read_meta(found[b"meta"])
         prof = sec.read_profiles(found[b"prof"])
+        files, copied = _source_files(meta)
+        meta = dataclasses.replace(meta, files=files)
         cols, full_names = _frames(meta, found[b"meta"])
         n_tree = len(cols["name"])
 
-        # contexts: program root 0, tree contexts 1..n_tree-1, then the placeholders
+        # contexts: program root 0 (ctxId 0), tree contexts 1..n_tree-1; values of other ctxIds make no node
         tree_ids = np.asarray(meta.contexts.ctx_id, dtype=np.int64)
         if np.unique(tree_ids).size != tree_ids.size or (tree_ids == 0).any():
             raise ReaderError(found[b"meta"], "damaged: a ctxId is 0 or appears twice in the context tree")
         ctx = prof.ctx.astype(np.int64)
-        local = _lookup(np.r_[0, tree_ids], np.arange(n_tree, dtype=np.int64), ctx)  # ctxId 0: the program root
-        missing = np.unique(ctx[local < 0])
+        local = _lookup(np.r_[0, tree_ids], np.arange(n_tree, dtype=np.int64), ctx)
+        elided = local < 0
+        missing = np.unique(ctx[elided])
+        elided_values = (prof.profile[elided], prof.metric[elided], prof.value[elided])
         if missing.size:
-            local = np.where(local < 0, n_tree + 1 + np.searchsorted(missing, ctx), local)
-            cols["parent_local"] += [-1] + [n_tree] * missing.size
-            cols["name"] += [MISSING_ROOT] + [f"<unknown context {int(x)}>" for x in missing]
-            cols["type"] += ["unknown"] * (missing.size + 1)
-            for k in ("file", "line", "module"):
-                cols[k] += [None] * (missing.size + 1)
+            keep = ~elided
+            prof = dataclasses.replace(prof, profile=prof.profile[keep], ctx=prof.ctx[keep],
+                                       metric=prof.metric[keep], value=prof.value[keep])
+            local = local[keep]
         n_local = len(cols["name"])
         frames = pa.table({"local_id": pa.array(np.arange(n_local, dtype=np.int32)),
                            "parent_local": pa.array(np.asarray(cols["parent_local"], np.int32)),
@@ -315,6 +375,7 @@ class Reader:
         check_frames(found[b"meta"], frames)
 
         metrics, prop, stat, described = _metric_columns(meta.metrics)
+        point_cost = _point_cost(prof.infos, described, *elided_values)
         rank, thread, records = _locations(meta, prof.infos, found[b"prof"])
         values, metrics = _values(prof, local, n_local, metrics, prop, stat, rank, thread, found[b"prof"])
 
@@ -334,6 +395,9 @@ class Reader:
             "hpctoolkit.metrics": described,
             "hpctoolkit.contexts": len(meta.contexts.ctx_id),
             "hpctoolkit.missing_contexts": int(missing.size),
+            "hpctoolkit.missing_values": int(elided.sum()),
+            "hpctoolkit.missing_point_cost": point_cost,
+            "hpctoolkit.copied_sources": copied,
             "hpctoolkit.function_names": full_names,
         }
         return ProfileRows(format=self.kind, source=path, frames=frames, values=values,

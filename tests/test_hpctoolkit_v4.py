@@ -7,8 +7,12 @@ point, whose root hatchet names ``entry``.  Differences from hatchet, each asser
 * B.6: perflake reads every entry point.  The golden's root ``entry`` is our path
   ``<program root> -> main thread`` (``<program root>`` is the global context, ctx 0); the other entry point
   (``unknown entry``) is an extra subtree the golden does not have.
-* B.13 / formats.md 2.5: values of ctxIds absent from meta.db are kept under the root
-  ``<contexts missing from meta.db>``; hatchet drops them.  They are outside the golden's call paths.
+* formats.md 2.5 / issue 13 item 3: values of ctxIds absent from meta.db (instruction contexts hpcprof elides)
+  make no node, as in hatchet; their cost is already in their ancestors' execution and function values
+  (asserted below on all 65 profiles); the metadata counts them.
+* Issue 13 item 1: a source file copied into the database (``copied`` flag) is named by its original path.
+  This database stores the pre-2023 form ``gamess-1n-siCap-gpu.d/src/<path>``, which hatchet shows as stored
+  (it only removes a leading ``src``): the golden's names are mapped to ``/<path>`` before comparing.
 * B.9: each propagation scope is its own column (``time (point)``, ``time (lex_aware)``); hatchet's summary
   golden only has ``time``/``time (inc)`` so nothing is lost in the comparison.
 * B.8: ``name`` is not an exclusive metric.
@@ -33,10 +37,12 @@ import pytest
 from perflake.errors import ReaderError
 from perflake.frame.graphframe import GraphFrame
 from perflake.ingest.normalize import normalize
-from perflake.readers.hpctoolkit_v4 import MISSING_ROOT, ROOT_NAME, Reader, hatchet_function_name
+from perflake.readers import hpctoolkit_v4_sections as sec
+from perflake.readers.hpctoolkit_v4 import ROOT_NAME, Reader, hatchet_function_name
 
 SAMPLE = "hpctoolkit-gamess"
 MAIN = (ROOT_NAME, "main thread")
+COPIED_AS = "gamess-1n-siCap-gpu.d/src/"  # hpcprof's output directory + src/ (pre-2023 form of copied sources)
 
 
 @functools.lru_cache(maxsize=1)
@@ -64,7 +70,9 @@ def test_summary_matches_golden(run, golden):
     _, _, gf = run
     gold = golden(SAMPLE)
     assert {c[0] for c in gold["callpath"]} == {"entry"}
-    gold["callpath"] = [MAIN + c[1:] for c in gold["callpath"]]  # B.6: hatchet's only root "entry"
+    assert sum(COPIED_AS in n for c in gold["callpath"] for n in c) == 363
+    # B.6: hatchet's only root "entry"; item 1: copied sources by their original path
+    gold["callpath"] = [MAIN + tuple(n.replace(COPIED_AS, "/") for n in c[1:]) for c in gold["callpath"]]
     ours = golden_check.compare(_summary_view(gf), gold)
     # nothing else under the main thread: the same 8 396 call paths, the same ones without a value (NaN)
     main = {p for p in ours.index if p[:2] == MAIN}
@@ -89,20 +97,74 @@ def test_every_entry_point_is_read(run):
     assert [e["entry_point"] for e in rows.metadata["hpctoolkit.entry_points"]] == [0, 1]
 
 
-def test_contexts_missing_from_meta_db_are_kept(run):
-    """formats.md 2.5: 5 931 valued ctxIds are not in meta.db; their point cost (1 608.23 s) is kept."""
-    rows, _, _ = run
+def test_contexts_missing_from_meta_db_make_no_node(run):
+    """formats.md 2.5: 5 931 valued ctxIds are not in meta.db (elided instruction contexts): no node, no
+    placeholder root; counted in the metadata with their summary point cost (1 608.23 s)."""
+    rows, n, gf = run
     f, v = rows.frames.to_pandas(), rows.values.to_pandas()
-    (root,) = f.index[f["name"] == MISSING_ROOT]
-    kids = f[f["parent_local"] == root]
-    assert f.loc[root, "parent_local"] == -1 and len(kids) == 5931 == rows.metadata["hpctoolkit.missing_contexts"]
-    assert kids["name"].str.fullmatch(r"<unknown context \d+>").all() and (kids["type"] == "unknown").all()
+    assert (f["parent_local"] == -1).sum() == 1 and f.loc[0, "name"] == ROOT_NAME
+    assert not f["name"].str.contains("unknown context|missing from meta.db").any()
+    assert set(f["type"]) == {"root", "entry", "function", "inlined function", "loop", "line", "instruction"}
+    assert len(f) == 1 + rows.metadata["hpctoolkit.contexts"] == 11303
+    assert v["local_id"].between(0, len(f) - 1).all()
+    md = rows.metadata
+    assert md["hpctoolkit.missing_contexts"] == 5931 and md["hpctoolkit.missing_values"] == 48367
+    assert md["hpctoolkit.missing_point_cost"] == {"sum(time (point))": pytest.approx(1608.227165, rel=1e-9)}
+    # point scope is the raw attribution: over the tree plus the elided contexts it adds up to the run total
     s = v[v["rank"] == -1].set_index("local_id")
-    assert s.loc[s.index.isin(kids.index), "sum(time (point))"].sum() == pytest.approx(1608.227165, rel=1e-9)
-    # point scope is the raw attribution: over tree + placeholders it adds up to the run total (ctx 0)
-    assert s["sum(time (point))"].sum() == pytest.approx(s.loc[0, "sum(time (inc))"], rel=1e-9)
-    per_thread = v[(v["rank"] >= 0) & v["local_id"].isin(kids.index)]
-    assert per_thread["time (point)"].sum() == pytest.approx(1608.227165, rel=1e-9)
+    total = s["sum(time (point))"].sum() + md["hpctoolkit.missing_point_cost"]["sum(time (point))"]
+    assert total == pytest.approx(s.loc[0, "sum(time (inc))"], rel=1e-9)
+    # the tree starts at the real root, the main thread's inclusive time is what it was
+    text = gf.tree(render_header=False, colour=False, precision=6).splitlines()
+    assert text[0] == "100.277572 <program root>" and text[1] == "├─ 100.267554 main thread"
+    assert not any("unknown context" in line or "missing from meta.db" in line for line in text)
+
+
+def _tree_values(path: str, metric: str):
+    """(parent index, relation, is lexical, per-profile execution and function values) of the tree in
+    meta.db order, index 0 = ctx 0 (the program root)."""
+    meta = sec.read_meta(path + "/meta.db")
+    prof = sec.read_profiles(path + "/profile.db")
+    c = meta.contexts
+    md = next(m for m in meta.metrics if m["name"] == metric)
+    ids = np.r_[0, np.asarray(c.ctx_id, np.int64)]
+    parent = np.r_[-1, np.where(np.asarray(c.parent) >= 0, np.asarray(c.parent) + 1, 0)]
+    lexical = np.r_[False, np.asarray(c.relation) == 0]
+    is_summary = np.array([i["summary"] for i in prof.infos])
+    order = np.argsort(ids)
+    pos = np.searchsorted(ids, prof.ctx.astype(np.int64), sorter=order).clip(0, len(ids) - 1)
+    row = np.where(ids[order[pos]] == prof.ctx, order[pos], -1)
+    values = {}
+    for scope in ("execution", "function"):
+        prop = next(s["prop_id"] for s in md["scopes"] if s["scope"] == scope)
+        stat = next(s["stat_id"] for s in md["summaries"] if s["scope"] == scope and s["combine"] == 0)
+        want = np.where(is_summary[prof.profile], stat, prop)
+        hit = (prof.metric == want) & (row >= 0)
+        grid = np.zeros((len(prof.infos), len(ids)))
+        np.add.at(grid, (prof.profile[hit], row[hit]), prof.value[hit])
+        values[scope] = grid
+    return parent, lexical, values
+
+
+def test_elided_cost_is_in_the_ancestors(shared_data):
+    """Issue 13 item 3, checked on the data: for every tree context of every profile (64 threads and the
+    summary), execution minus the children's execution equals function minus the lexical children's
+    function (the elided contexts' cost is in both), and those self values add up to the run's total.  Hence
+    the exclusive column (function scope, as hatchet) and the inclusive one (execution) need no values from
+    the contexts missing from meta.db."""
+    parent, lexical, v = _tree_values(str(shared_data(SAMPLE)), "REALTIME (sec)")
+    ex, fn = v["execution"], v["function"]
+    assert ex.shape == (65, 11303)
+    kids_ex, kids_fn = np.zeros_like(ex), np.zeros_like(fn)
+    np.add.at(kids_ex.T, parent[1:], ex[:, 1:].T)
+    np.add.at(kids_fn.T, parent[lexical], fn[:, lexical].T)
+    self_ex, self_fn = ex - kids_ex, fn - kids_fn
+    np.testing.assert_allclose(self_ex, self_fn, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(self_ex.sum(axis=1), ex[:, 0], rtol=1e-9)
+    assert ex[0, 0] == pytest.approx(4008.423769, rel=1e-9)
+    # the two scopes are independent measurements: the equality is not an identity of the tree (function
+    # values repeat on lines and loops, execution values do not), and thousands of self values are nonzero
+    assert (self_ex[0] > 1e-9).sum() > 1000 and (fn[0] > ex[0] + 1e-9).sum() == 0 and (fn[0] != ex[0]).sum() > 1000
 
 
 def test_profiles_map_to_rank_and_thread(run):
@@ -163,9 +225,9 @@ def test_metrics_and_frames(run):
     exclusive = {m.name for m in rows.metrics if m.role == "exclusive"}
     assert exclusive == {"time", "gpuop", "gxcopy", "gker", "gxcopy:count"}
     f = rows.frames.to_pandas()
-    assert (f["parent_local"] < f["local_id"]).all() and (f["parent_local"] == -1).sum() == 2  # parents first
+    assert (f["parent_local"] < f["local_id"]).all() and (f["parent_local"] == -1).sum() == 1  # parents first
     counts = f["type"].value_counts().to_dict()
-    assert counts == {"unknown": 5932, "line": 4649, "function": 3918, "loop": 2415, "instruction": 250,
+    assert counts == {"line": 4649, "function": 3918, "loop": 2415, "instruction": 250,
                       "inlined function": 68, "entry": 2, "root": 1}
     fn = f[f["name"] == "function: gamess_"].iloc[0]
     assert fn["module"].endswith("gamess.00.x") and fn["file"] == "[gamess.00.x]"
@@ -247,3 +309,18 @@ def test_catalog_counts_ranks_without_the_summary(shared_data, lake):
     lake.ingest([shared_data("hpctoolkit-gamess")])
     row = lake.runs().iloc[0]
     assert row["format"] == "hpctoolkit_v4" and row["ranks"] == 16 and row["nprocs"] == 16
+    imbalance = lake.imbalance()
+    assert len(imbalance) and not imbalance["name"].str.contains("unknown context|missing from meta.db").any()
+
+
+def test_cli_tree_starts_at_the_program_root(shared_data):
+    """``perflake tree <v4 database>``: the real root first, no placeholder line, main thread unchanged."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "perflake.cli", "tree", str(shared_data(SAMPLE)), "--no-header",
+                          "--precision", "6", "--no-color"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:2] == ["100.277572 <program root>", "├─ 100.267554 main thread"]
+    assert not any("unknown context" in line or "missing from meta.db" in line for line in lines)
