@@ -2,7 +2,7 @@
 
 Hatchet runs in ``.bench-venv`` (tests/hatchet_v4_load.py) on the same database with the same keywords; both
 sides are summed per call path of names (and location), since Hatchet keeps one node per context and perflake
-merges siblings with the same frame.  Deviations, each asserted below (see perflake.hpctoolkit_latest):
+merges siblings with the same frame.  Deviations, each asserted below (see perflake.interop.hpctoolkit_latest):
 
 * B.8: ``name`` is not in ``exc_metrics``.  ``file``, ``line`` and ``module`` are extra columns (B.10).
 * Item 1 of issue 13: copied sources by their original path.  hpctoolkit-gamess stores the pre-2023 form
@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 
 from perflake.errors import FormatNotRecognized, UsageError
-from perflake.graphframe import GraphFrame
+from perflake.frame.graphframe import GraphFrame
 from v4_patch import COPIED, rewrite_sources
 
 SAMPLE = "hpctoolkit-gamess"
@@ -194,7 +194,7 @@ def test_keyword_effects(shared_data):
 def test_squash_rederives_inclusive_from_function_scope_as_hatchet(shared_data, bench_python):
     """``time`` is the function scope (as in Hatchet), which repeats a function's cost on its lines and loops;
     a squash that re-derives ``time (inc)`` from it (Hatchet's default) gives the same wrong total in both
-    tools: documented in perflake.hpctoolkit_latest.  ``update_inc_cols=False`` keeps the database's values."""
+    tools: documented in perflake.interop.hpctoolkit_latest.  ``update_inc_cols=False`` keeps the database's values."""
     db = shared_data(SAMPLE)
     case = {"max_depth": 8}
     before, after = hatchet(db, case, {**case, "_filter_all": True})

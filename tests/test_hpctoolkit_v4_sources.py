@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow.compute as pc
 import pytest
 
-from perflake.normalize import normalize
+from perflake.ingest.normalize import normalize
 from perflake.readers.hpctoolkit_v4 import Reader, original_source_path
 from v4_patch import COPIED, rewrite_sources, source_files
 

@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from perflake.frame.defaults import frame_default
-from perflake import hpctoolkit_latest as _hpctoolkit_latest
+from perflake.interop import hpctoolkit_latest as _hpctoolkit_latest
 from perflake.errors import UsageError
 from perflake.frame.graph import Graph
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
@@ -150,7 +150,7 @@ class GraphFrame:
         return read_hpctoolkit(dirname)
 
     # Hatchet's view of a v4 database, with Hatchet's keywords (main thread, summary time/time (inc); per
-    # thread with parallel_profiles_mode); perflake's full view is from_hpctoolkit (see perflake.hpctoolkit_latest)
+    # thread with parallel_profiles_mode); perflake's full view is from_hpctoolkit (see perflake.interop.hpctoolkit_latest)
     from_hpctoolkit_latest = staticmethod(_hpctoolkit_latest.from_hpctoolkit_latest)
 
     @staticmethod

@@ -271,10 +271,10 @@ def from_hpctoolkit_latest(dirname, directory_mapping=None, parallel_profiles_mo
                            summary_metrics=None, profile_ranks=None):
     """An HPCToolkit v4 database as Hatchet's ``GraphFrame.from_hpctoolkit_latest`` shows it, same keywords:
     the main thread under the root ``entry``, summary ``time (inc)``/``time`` per node, or per (rank, thread)
-    with ``parallel_profiles_mode``.  The differences from Hatchet are in :mod:`perflake.hpctoolkit_latest`;
+    with ``parallel_profiles_mode``.  The differences from Hatchet are in :mod:`perflake.interop.hpctoolkit_latest`;
     perflake's full view (every entry point and scope, the summary at rank -1) is ``from_hpctoolkit``."""
-    from perflake.graphframe import GraphFrame
-    from perflake.normalize import normalize
+    from perflake.frame.graphframe import GraphFrame
+    from perflake.ingest.normalize import normalize
 
     path = os.fspath(dirname)
     rows = readers.read(path, readers.detect_among(path, ("hpctoolkit_v4",)))
