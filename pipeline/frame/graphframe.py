@@ -21,7 +21,6 @@ import pandas as pd
 import pyarrow as pa
 
 from perflake.frame.defaults import frame_default
-from perflake.interop import hpctoolkit_latest as _hpctoolkit_latest
 from perflake.errors import UsageError
 from perflake.frame.graph import Graph
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
@@ -149,9 +148,14 @@ class GraphFrame:
 
         return read_hpctoolkit(dirname)
 
-    # Hatchet's view of a v4 database, with Hatchet's keywords (main thread, summary time/time (inc); per
-    # thread with parallel_profiles_mode); perflake's full view is from_hpctoolkit (see perflake.interop.hpctoolkit_latest)
-    from_hpctoolkit_latest = staticmethod(_hpctoolkit_latest.from_hpctoolkit_latest)
+    @classmethod
+    def from_hpctoolkit_latest(cls, dirname, *args, **kwargs) -> "GraphFrame":
+        """Hatchet's view of a v4 database, with Hatchet's keywords (main thread, summary time/time (inc); per
+        thread with parallel_profiles_mode: perflake.interop.hpctoolkit_latest); perflake's full view is
+        ``from_hpctoolkit``."""
+        from perflake.interop.hpctoolkit_latest import from_hpctoolkit_latest
+
+        return from_hpctoolkit_latest(dirname, *args, frame_class=cls, **kwargs)
 
     @staticmethod
     def from_gprof_dot(filename) -> "GraphFrame":

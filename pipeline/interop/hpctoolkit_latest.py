@@ -268,12 +268,12 @@ def from_hpctoolkit_latest(dirname, directory_mapping=None, parallel_profiles_mo
                            exclude_function_call_lines: bool = False, exclude_no_source_code_instructions: bool = False,
                            exclude_instructions: bool = False, exclude_non_function_nodes: bool = False,
                            label_function_nodes: bool = True, metric_names=None, metric_scopes=None,
-                           summary_metrics=None, profile_ranks=None):
+                           summary_metrics=None, profile_ranks=None, *, frame_class):
     """An HPCToolkit v4 database as Hatchet's ``GraphFrame.from_hpctoolkit_latest`` shows it, same keywords:
     the main thread under the root ``entry``, summary ``time (inc)``/``time`` per node, or per (rank, thread)
     with ``parallel_profiles_mode``.  The differences from Hatchet are in :mod:`perflake.interop.hpctoolkit_latest`;
-    perflake's full view (every entry point and scope, the summary at rank -1) is ``from_hpctoolkit``."""
-    from perflake.frame.graphframe import GraphFrame
+    perflake's full view (every entry point and scope, the summary at rank -1) is ``from_hpctoolkit``.
+    ``frame_class``: the GraphFrame class to build (``GraphFrame.from_hpctoolkit_latest`` passes its own)."""
     from perflake.ingest.normalize import normalize
 
     path = os.fspath(dirname)
@@ -291,7 +291,7 @@ def from_hpctoolkit_latest(dirname, directory_mapping=None, parallel_profiles_mo
         exclude_instructions=exclude_instructions, exclude_non_function_nodes=exclude_non_function_nodes,
         label_function_nodes=label_function_nodes)
     n = normalize(view)
-    gf = GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, view.metadata)
+    gf = frame_class.from_tables(n.nodes, n.metrics, n.metric_info, view.metadata)
     df = gf.dataframe
     if parallel_profiles_mode:
         df = df[_measured(df, [c for c in order if c != "name"])]
