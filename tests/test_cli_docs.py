@@ -55,3 +55,25 @@ def test_every_plot_kind_is_in_the_readme_and_back():
     shown = {kind for words in _readme_commands() if words[0] == "plot" and len(words) > 1
              for kind in words[1].split("|")}
     assert shown == set(kinds)
+
+
+def test_each_sub_command_is_the_module_of_its_name():
+    """commands/<name>.py is `perflake <name>` (one command style: pipeline/cli/commands/__init__.py); what
+    commands share is in commands/_common.py, and cli/app.py defines no command."""
+    import ast
+
+    from perflake.cli import commands
+
+    folder = ROOT / "pipeline" / "cli" / "commands"
+    modules = sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+    assert sorted(subcommands()) == modules
+    assert subcommands() == commands.names()  # registered in this order
+    for name in modules:
+        tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert "register" in defined, f"commands/{name}.py has no register()"
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not {m for m in imported if m and m.startswith("perflake.cli.") and m != "perflake.cli.commands._common"}, \
+            f"commands/{name}.py imports another command or the app: share through _common"
+    app = ast.parse((ROOT / "pipeline" / "cli" / "app.py").read_text(encoding="utf-8"))
+    assert [n.name for n in app.body if isinstance(n, ast.FunctionDef)] == ["_parser", "main"]
