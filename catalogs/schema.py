@@ -1,5 +1,5 @@
-"""Schema of the lake: the version, the table names, and the Arrow schemas of the runs catalog and the
-ingest log."""
+"""Schema of the lake: the version, the table names, and the Arrow schemas of its tables (the one place they are
+written down: the runs catalog, the ingest log, and the fixed columns of the data tables nodes, edges, metrics)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,29 @@ DATA_TABLES = ("nodes", "edges", "metrics")
 RUNS = "runs"
 INGEST_LOG = "ingest_log"  # one Parquet file per ingest invocation that attempted something (perflake.ingest.log)
 INGEST_STATUSES = ("ingested", "skipped", "failed")
+
+# The data tables, as the views of ``Lake.connect()`` show them (an empty lake registers empty tables of these
+# schemas).  Ingest writes them (perflake.ingest.normalize); metrics has, after these key columns, one float64
+# column per metric of the batch (null where not measured).
+NODES_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("node_id", pa.uint64()),  # the call-path id (perflake.identity)
+        ("parent_id", pa.uint64()),  # null for a root
+        ("depth", pa.int32()),  # root 0
+        ("name", pa.string()),  # the frame: perflake.vocabulary.FRAME_SCHEMA's attributes
+        ("type", pa.string()),
+        ("file", pa.string()),
+        ("line", pa.int64()),
+        ("end_line", pa.int64()),
+        ("module", pa.string()),
+    ]
+)
+EDGES_SCHEMA = pa.schema([("run_id", pa.string()), ("parent_id", pa.uint64()), ("child_id", pa.uint64())])
+METRICS_KEY_SCHEMA = pa.schema([("run_id", pa.string()), ("node_id", pa.uint64()), ("rank", pa.int32()),
+                                ("thread", pa.int32())])
+DATA_SCHEMAS = {"nodes": NODES_SCHEMA, "edges": EDGES_SCHEMA, "metrics": METRICS_KEY_SCHEMA}
+assert tuple(DATA_SCHEMAS) == DATA_TABLES
 
 METRIC_STRUCT = pa.struct([("name", pa.string()), ("role", pa.string()), ("unit", pa.string()), ("pair", pa.string())])
 

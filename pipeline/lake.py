@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from perflake.engine import duck, sqlfiles
 from perflake.catalogs.catalog import Catalog
-from perflake.catalogs.schema import DATA_TABLES, INGEST_LOG, INGEST_LOG_SCHEMA
+from perflake.catalogs.schema import DATA_SCHEMAS, DATA_TABLES, INGEST_LOG, INGEST_LOG_SCHEMA
 from perflake.errors import LakeError, UnknownRun, UsageError
 from perflake.ingest.driver import LOCK_TIMEOUT, IngestReport, ingest
 from perflake.readers.base import Metric
@@ -23,15 +23,6 @@ if TYPE_CHECKING:  # pandas and the GraphFrame load on first use: ingest needs n
     import pandas as pd
 
     from perflake.frame.graphframe import GraphFrame
-
-_EMPTY = {
-    "nodes": pa.schema([("run_id", pa.string()), ("node_id", pa.uint64()), ("parent_id", pa.uint64()),
-                        ("depth", pa.int32()), ("name", pa.string()), ("type", pa.string()), ("file", pa.string()),
-                        ("line", pa.int64()), ("end_line", pa.int64()), ("module", pa.string())]),
-    "edges": pa.schema([("run_id", pa.string()), ("parent_id", pa.uint64()), ("child_id", pa.uint64())]),
-    "metrics": pa.schema([("run_id", pa.string()), ("node_id", pa.uint64()), ("rank", pa.int32()), ("thread", pa.int32())]),
-}
-
 
 _EXPLAIN = re.compile(r"^\s*explain\s+(?:analy[sz]e\s+)?", re.IGNORECASE)
 
@@ -111,7 +102,7 @@ class Lake:
                 con.execute(f"set variable perflake_{table}_files = $files", {"files": cat.files(table, batches)}).fetchall()
                 con.execute(sqlfiles.load(f"views/{table}")).fetchall()
             else:
-                con.register(table, _EMPTY[table].empty_table())
+                con.register(table, DATA_SCHEMAS[table].empty_table())
         if cat.log_parts():
             con.execute("set variable perflake_ingest_log_files = $glob",
                         {"glob": cat.duck_path(f"{cat.root}/{INGEST_LOG}/part-*.parquet")}).fetchall()

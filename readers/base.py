@@ -5,23 +5,10 @@ DuckDB, no GraphFrame.  Identity (the call-path id) is *not* computed here: read
 integer id and its parent's local id, and ``perflake.identity`` derives the stable id from the frames
 on the path, once, for every reader.
 
-Columns of ``ProfileRows.frames`` (one row per node of the input's call tree, parents before children):
-
-============  =========  ==========================================================
-local_id      int32      0..n-1, position in the list
-parent_local  int32      local id of the parent, -1 for a root
-name          string     frame name (never null)
-type          string     frame kind: ``function``, ``loop``, ``statement``, ...
-file          string     source file, null when unknown
-line          int64      first line, null when unknown
-end_line      int64      last line, null when unknown
-module        string     load module / library, null when unknown
-============  =========  ==========================================================
-
-Columns of ``ProfileRows.values`` (one row per node and location that has a measurement):
-``local_id`` int32, ``rank`` int32, ``thread`` int32, then one float64 column per metric in
-``ProfileRows.metrics`` order.  Absent measurements are absent rows, null or NaN; normalisation stores
-them as null (never 0), so that merging identical sibling frames sums only measured values.
+The words the contract is written in (:class:`ProfileRows`, :class:`Metric`, the roles ``EXCLUSIVE``/``INCLUSIVE``/
+``OTHER``, :data:`FRAME_SCHEMA` and the columns of ``frames`` and ``values``) are shared with the frame side:
+they live in :mod:`perflake.vocabulary` and are re-exported here, so ``from perflake.readers.base import
+Metric`` keeps working.
 
 Bad input (tests/test_fuzz.py runs every reader over thousands of damaged copies of real profiles): a reader
 raises one ReaderError whose message is one line naming the file and what is wrong (values quoted with
@@ -32,28 +19,22 @@ most :data:`MAX_FRAME_TEXT` bytes (:func:`check_frames`), and metadata that is s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from perflake.errors import ReaderError
-
-FRAME_SCHEMA = pa.schema(
-    [
-        ("local_id", pa.int32()),
-        ("parent_local", pa.int32()),
-        ("name", pa.string()),
-        ("type", pa.string()),
-        ("file", pa.string()),
-        ("line", pa.int64()),
-        ("end_line", pa.int64()),
-        ("module", pa.string()),
-    ]
+from perflake.vocabulary import (  # noqa: F401  (re-exported: readers and users import them from here)
+    EXCLUSIVE,
+    FRAME_ATTRS,
+    FRAME_SCHEMA,
+    INCLUSIVE,
+    LOCATION_COLUMNS,
+    OTHER,
+    Metric,
+    ProfileRows,
 )
-FRAME_ATTRS = ("name", "type", "file", "line", "end_line", "module")
-LOCATION_COLUMNS = ("rank", "thread")
 
 INT32_MAX = 2**31 - 1  # ranks and threads are int32
 INT64_MAX = 2**63 - 1  # lines are int64
@@ -61,43 +42,6 @@ INT64_MAX = 2**63 - 1  # lines are int64
 # included) stay far below it; a longer one is a damaged file, and it would cost far more than its size
 # downstream (it is hashed into the call-path id of every node below it, perflake/identity.py).
 MAX_FRAME_TEXT = 1 << 16
-
-EXCLUSIVE = "exclusive"
-INCLUSIVE = "inclusive"
-OTHER = "other"  # counts, statistics: neither summed up the tree nor derived
-
-
-@dataclass(frozen=True)
-class Metric:
-    """A metric column: its Hatchet-style name, its role and its unit (None when the format does not say).
-
-    ``pair`` names the exclusive/inclusive counterpart (``time`` <-> ``time (inc)``) when there is one.
-    """
-
-    name: str
-    role: str
-    unit: str | None = None
-    pair: str | None = None
-
-
-@dataclass
-class ProfileRows:
-    """What a reader returns for one run."""
-
-    format: str
-    source: str
-    frames: pa.Table
-    values: pa.Table
-    metrics: list[Metric]
-    metadata: dict = field(default_factory=dict)
-    reader_version: str = "1"
-
-    def metric(self, name: str) -> Metric:
-        for m in self.metrics:
-            if m.name == name:
-                return m
-        raise KeyError(name)
-
 
 class Reader(Protocol):
     """What every reader module's ``Reader`` class provides."""

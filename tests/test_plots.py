@@ -19,7 +19,7 @@ from perflake.errors import PerflakeError, PlotError, UnknownRun
 from perflake.generators import write_caliper_json_runs, write_tau_runs
 from perflake.plots import Plot, plot_heatmap, plot_imbalance, plot_scaling
 from perflake.plots.figure import path_labels, shorten
-from perflake.plots.scaling import IDEAL_GID
+from perflake.plots.scaling_lines import IDEAL_GID
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -31,7 +31,7 @@ def unknown_attributes(lake, q, run_ids: list[str]) -> list[str]:
     """Attributes ``q`` tests that neither a frame nor any metric of the runs ``run_ids`` has: a typo matches
     nothing (as in Hatchet), so the CLI warns about it."""
     from perflake.query.compound import CompoundQuery
-    from perflake.query.engine import to_query
+    from perflake.query.matching import to_query
     from perflake.query.model import conds
 
     def attrs(query) -> set[str]:

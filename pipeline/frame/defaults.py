@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
+from perflake.vocabulary import EXCLUSIVE, INCLUSIVE, Metric
 
 # Hatchet's Caliper (native and json-split), old-HPCToolkit and JSON readers default to the exclusive ``time``
 HATCHET_EXCLUSIVE_TIME = ("caliper", "caliper_json", "hatchet_json", "hpctoolkit")

@@ -25,7 +25,7 @@ from perflake.errors import FormatNotRecognized, PerflakeError, ReaderError
 from perflake.ingest.log import FAILED_BEFORE, PRESENT, Outcome
 from perflake.ingest.normalize import RunFacts, normalize_many
 from perflake.readers import get_reader
-from perflake.readers.base import EXCLUSIVE, INCLUSIVE, ProfileRows
+from perflake.vocabulary import EXCLUSIVE, INCLUSIVE, ProfileRows
 
 BATCH_ROWS = 4_000_000  # reader value rows buffered before a batch is normalised and written
 BATCH_RUNS = 5_000  # runs per batch at most

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from perflake.engine import duck, sqlfiles
 from perflake.frame.tables import metric_roles, node_ids, to_profile_rows
 from perflake.ingest.normalize import MAX_DEPTH, normalize
-from perflake.readers.base import INCLUSIVE, OTHER, Metric
+from perflake.vocabulary import INCLUSIVE, OTHER, Metric
 
 
 def _kept_parents(gf, kept: set) -> dict:

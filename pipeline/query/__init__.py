@@ -49,7 +49,7 @@ from perflake.errors import (
     MultiIndexModeMismatch,
     QueryError,
 )
-from perflake.query.engine import QueryEngine, apply, compile_automaton, match_node_ids, to_query
+from perflake.query.matching import QueryEngine, apply, compile_automaton, match_node_ids, to_query
 from perflake.query.model import AbstractQuery, Query, QueryMatcher
 from perflake.query.object_dialect import ObjectQuery
 from perflake.query.string_dialect import StringQuery, parse_string_dialect

@@ -19,7 +19,7 @@ class CompoundQuery(AbstractQuery):
     min_args, max_args = 2, None
 
     def __init__(self, *queries, multi_index_mode: str | None = None):
-        from perflake.query.engine import to_query
+        from perflake.query.matching import to_query
 
         if len(queries) == 1 and isinstance(queries[0], tuple):
             queries = queries[0]

@@ -106,7 +106,7 @@ class AbstractQuery:
     (graph pre-order) on the paths ``q`` matches in ``gf``."""
 
     def apply(self, gf, *, multi_index_mode: str = "off") -> list:
-        from perflake.query.engine import apply
+        from perflake.query.matching import apply
 
         return apply(gf, self, multi_index_mode=multi_index_mode)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 
+from perflake.cli.commands._common import EXIT_OK
+
 FORMATS = ("hatchet-json", "thicket-json")
 
 
@@ -62,7 +64,7 @@ def cmd_export(args) -> int:
     for path in written:
         print(f"wrote {path}")
     print(f"exported {len(gfs)} run{'s' if len(gfs) != 1 else ''} as {args.to}")
-    return 0
+    return EXIT_OK
 
 
 def register(sub, *, lake_arg, fmt_arg) -> None:

@@ -1,8 +1,7 @@
 """``perflake flamegraph RUN -o out.svg|out.png|out.folded``: a flame graph of one run, drawn by perflake.
 
-RUN is a run id (or unique prefix) with ``--lake``, or a profile path read directly, as for ``perflake tree``.
-Also the helpers the other per-run view commands (``flat``, ``hotpath``) share: loading RUN and the location
-options (``--rank R [--thread T]`` for one location, or ``--aggregate sum|mean|min|max`` over all of them).
+RUN is a run id (or unique prefix) with ``--lake``, or a profile path read directly, as for ``perflake tree``;
+one location (``--rank R [--thread T]``) or an aggregate over all of them (``--aggregate sum|mean|min|max``).
 """
 
 from __future__ import annotations
@@ -11,40 +10,8 @@ import math
 import sys
 from pathlib import Path
 
+from perflake.cli.commands._common import EXIT_OK, load_graphframe, location, run_args
 from perflake.errors import RenderError
-
-AGGREGATES = ("sum", "mean", "min", "max")
-
-
-def load_graphframe(args):
-    """The GraphFrame of ``args.run``: a run of ``args.lake``, or a profile path when there is no lake."""
-    if args.lake:
-        from perflake.lake import Lake
-
-        return Lake(args.lake).graphframe(args.run)
-    from perflake.read import read
-
-    return read(args.run)
-
-
-def run_args(sp, lake_arg, *, aggregate_default: str | None) -> None:
-    """RUN, --lake, --metric and the location options."""
-    sp.add_argument("run", help="a run id with --lake, or a profile path")
-    lake_arg(sp, required=False)
-    sp.add_argument("--metric", help="metric column (default: the run's default metric)")
-    group = sp.add_mutually_exclusive_group()
-    group.add_argument("--rank", type=int, help="values of one rank" + ("" if aggregate_default else " (default 0)"))
-    default = f" (default {aggregate_default})" if aggregate_default else ""
-    group.add_argument("--aggregate", choices=AGGREGATES, help=f"reduce over all ranks and threads{default}")
-    sp.add_argument("--thread", type=int, default=0, help="thread of --rank (default 0)")
-
-
-def location(args, *, aggregate_default: str | None) -> dict:
-    """rank/thread/aggregate keywords from the parsed options."""
-    if args.rank is not None:
-        return {"rank": args.rank, "thread": args.thread, "aggregate": None}
-    return {"rank": 0, "thread": args.thread, "aggregate": args.aggregate or aggregate_default}
-
 
 def cmd_flamegraph(args) -> int:
     from perflake.render.flamegraph import OUTPUTS, save
@@ -71,8 +38,7 @@ def cmd_flamegraph(args) -> int:
         if lost > 0.5:
             print(f"perflake: warning: {lost:.0%} of the measured values are below 0.5 and were written as 0 "
                   f"(folded stacks hold integers): try --scale 1e6 (seconds as microseconds)", file=sys.stderr)
-    return 0
-
+    return EXIT_OK
 
 
 def register(sub, *, lake_arg, fmt_arg) -> None:

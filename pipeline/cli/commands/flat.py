@@ -3,11 +3,10 @@ mean over ranks per node, then sum per name; see perflake.render.flat_profile)."
 
 from __future__ import annotations
 
-from perflake.cli.commands.flamegraph import load_graphframe, location, run_args
+from perflake.cli.commands._common import EXIT_OK, load_graphframe, location, print_frame, run_args
 
 
 def cmd_flat(args) -> int:
-    from perflake.cli.app import _print_frame
     from perflake.render.flat_profile import flat_profile
 
     gf = load_graphframe(args)
@@ -16,8 +15,8 @@ def cmd_flat(args) -> int:
     import pandas as pd
 
     df[args.by] = [f"(no {args.by})" if pd.isna(v) else str(v) for v in df[args.by]]
-    _print_frame(df.head(args.top) if args.top else df, args.format)
-    return 0
+    print_frame(df.head(args.top) if args.top else df, args.format)
+    return EXIT_OK
 
 
 def register(sub, *, lake_arg, fmt_arg) -> None:

@@ -3,18 +3,17 @@ hot_path: stop after the first child below --threshold of its parent; see perfla
 
 from __future__ import annotations
 
-from perflake.cli.commands.flamegraph import load_graphframe, location, run_args
+from perflake.cli.commands._common import EXIT_OK, load_graphframe, location, print_frame, run_args
 
 
 def cmd_hotpath(args) -> int:
-    from perflake.cli.app import _print_frame
     from perflake.render.hot_path import hot_path, hot_path_table
 
     gf = load_graphframe(args)
     where = location(args, aggregate_default="mean")
     path = hot_path(gf, args.start, args.metric, args.threshold, **where)
-    _print_frame(hot_path_table(gf, path, args.metric, **where), args.format)
-    return 0
+    print_frame(hot_path_table(gf, path, args.metric, **where), args.format)
+    return EXIT_OK
 
 
 def register(sub, *, lake_arg, fmt_arg) -> None:

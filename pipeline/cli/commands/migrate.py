@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from perflake.cli.commands._common import EXIT_OK
+
 
 def cmd_migrate(args) -> int:
     from perflake.catalogs.catalog import Catalog
@@ -14,7 +16,7 @@ def cmd_migrate(args) -> int:
     history = read_marker(cat).get("migrations", [])
     print(f"{args.lake}: schema version {SCHEMA_VERSION}, up to date"
           + (f" ({len(history)} migration(s) recorded in perflake.json)" if history else ""))
-    return 0
+    return EXIT_OK
 
 
 def register(sub, *, lake_arg, fmt_arg) -> None:

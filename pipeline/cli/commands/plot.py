@@ -6,13 +6,7 @@ extension is checked before any work is done; every user error is a PerflakeErro
 
 from __future__ import annotations
 
-EXIT_OK = 0
-
-
-def _lake(args):
-    from perflake.lake import Lake
-
-    return Lake(args.lake)
+from perflake.cli.commands._common import EXIT_OK, open_lake
 
 
 def _write(plot, args) -> int:
@@ -32,7 +26,7 @@ def cmd_imbalance(args) -> int:
     from perflake.frame.defaults import per_rank_metric
     from perflake.plots import plot_imbalance
 
-    lake = _lake(args)
+    lake = open_lake(args)
     metric = per_rank_metric(lake, args.metric, runs=args.runs or None, where=args.where)
     df = lake.imbalance(args.runs or None, metric=metric, absent=args.absent, where=args.where,
                         scheduler=args.scheduler)
@@ -43,7 +37,7 @@ def cmd_scaling(args) -> int:
     _check_output(args)
     from perflake.plots import plot_scaling
 
-    table = _lake(args).scaling_table(args.metric, args.by, where=args.where, stat=args.stat)
+    table = open_lake(args).scaling_table(args.metric, args.by, where=args.where, stat=args.stat)
     metric = args.metric or table.attrs.get("metric")  # the default: perflake.analytics.ensemble.selection_metric
     return _write(plot_scaling(table, top=args.top, metric=metric, logx=args.logx, logy=args.logy,
                                ideal=args.ideal, title=args.title), args)
@@ -53,7 +47,7 @@ def cmd_heatmap(args) -> int:
     _check_output(args)
     from perflake.plots import plot_heatmap
 
-    plot = plot_heatmap(_lake(args), args.run, metric=args.metric, top=args.top, threads=args.threads,
+    plot = plot_heatmap(open_lake(args), args.run, metric=args.metric, top=args.top, threads=args.threads,
                         log=args.log, title=args.title)
     return _write(plot, args)
 

@@ -1,0 +1,113 @@
+"""What the sub-commands share: exit codes, the ``--lake`` and ``--format`` options, printing a table, the
+metric default, and loading the one run a per-run view (``tree``, ``flamegraph``, ``flat``, ``hotpath``) shows.
+
+Nothing here imports pandas, DuckDB or the lake at module level: building the parser stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pandas loads when a table is printed: `perflake ingest` starts faster without it
+    import pandas as pd
+
+EXIT_OK, EXIT_PARTIAL, EXIT_ERROR = 0, 1, 2
+AGGREGATES = ("sum", "mean", "min", "max")
+
+
+# -- options ---------------------------------------------------------------------------------------------------
+def lake_arg(sp, required=True):
+    """``--lake``, required unless $PERFLAKE_LAKE gives the default (read when the parser is built)."""
+    env = os.environ.get("PERFLAKE_LAKE") or None
+    sp.add_argument("--lake", required=required and env is None, default=env,
+                    help="lake root (a directory or fsspec URL; default: $PERFLAKE_LAKE)")
+
+
+def fmt_arg(sp):
+    sp.add_argument("--format", choices=["table", "csv", "json"], default="table")
+
+
+def run_args(sp, lake_arg, *, aggregate_default: str | None) -> None:
+    """RUN, --lake, --metric and the location options of a per-run view."""
+    sp.add_argument("run", help="a run id with --lake, or a profile path")
+    lake_arg(sp, required=False)
+    sp.add_argument("--metric", help="metric column (default: the run's default metric)")
+    group = sp.add_mutually_exclusive_group()
+    group.add_argument("--rank", type=int, help="values of one rank" + ("" if aggregate_default else " (default 0)"))
+    default = f" (default {aggregate_default})" if aggregate_default else ""
+    group.add_argument("--aggregate", choices=AGGREGATES, help=f"reduce over all ranks and threads{default}")
+    sp.add_argument("--thread", type=int, default=0, help="thread of --rank (default 0)")
+
+
+def location(args, *, aggregate_default: str | None) -> dict:
+    """rank/thread/aggregate keywords from the parsed options of :func:`run_args`."""
+    if args.rank is not None:
+        return {"rank": args.rank, "thread": args.thread, "aggregate": None}
+    return {"rank": 0, "thread": args.thread, "aggregate": args.aggregate or aggregate_default}
+
+
+# -- inputs ----------------------------------------------------------------------------------------------------
+def open_lake(args):
+    from perflake.lake import Lake
+
+    return Lake(args.lake)
+
+
+def load_graphframe(args):
+    """The GraphFrame of ``args.run``: a run of ``args.lake``, or a profile path when there is no lake."""
+    if args.lake:
+        return open_lake(args).graphframe(args.run)
+    from perflake.read import read
+
+    return read(args.run)
+
+
+def default_metric(lake, args, *, several: bool = True):
+    """--metric (a list when ``several`` and comma-separated), else the default of the selected runs
+    (perflake.frame.defaults), said on stderr."""
+    if args.metric:
+        return args.metric.split(",") if several and "," in args.metric else args.metric
+    from perflake.analytics.ensemble import default_metric
+
+    metric, have, total = default_metric(lake, where=args.where)
+    print(f"perflake: metric {metric!r} ({have} of {total} selected runs have it; choose with --metric)",
+          file=sys.stderr)
+    return metric
+
+
+# -- output ----------------------------------------------------------------------------------------------------
+def print_frame(df: pd.DataFrame, fmt: str, *, max_rows: int | None = None) -> None:
+    import pandas as pd
+
+    if fmt == "csv":
+        sys.stdout.write(df.to_csv(index=False))
+    elif fmt == "json":
+        sys.stdout.write(df.to_json(orient="records", date_format="iso", default_handler=str) + "\n")
+    else:
+        with pd.option_context("display.max_colwidth", 80, "display.width", 200):
+            shown = df if max_rows is None else df.head(max_rows)
+            sys.stdout.write((shown.to_string(index=False) if len(shown) else "(no rows)") + "\n")
+            if max_rows is not None and len(df) > max_rows:
+                sys.stdout.write(f"... {len(df) - max_rows} more rows (use --format csv for all)\n")
+
+
+def paths_column(df: pd.DataFrame, fmt: str) -> pd.DataFrame:
+    """Call paths as text; in tables only the last three frames (csv/json keep the whole path)."""
+    if "path" in df.columns:
+        df = df.copy()
+        keep = 3 if fmt == "table" else None
+        df["path"] = [
+            ("... > " if keep and len(p) > keep else "") + " > ".join(p[-keep:] if keep else p) if p is not None else ""
+            for p in df["path"]
+        ]
+    return df
+
+
+def lists_column(df: pd.DataFrame) -> pd.DataFrame:
+    """List-valued columns other than path (top_ranks) as 'a b c' text, for tables and csv."""
+    if "top_ranks" in df.columns:
+        df = df.copy()
+        df["top_ranks"] = [" ".join(str(int(r)) for r in v) if v is not None else "" for v in df["top_ranks"]]
+    return df

@@ -1,0 +1,46 @@
+"""``perflake generate FORMAT OUT``: synthetic profiles in a real format (deterministic by seed), from
+:mod:`perflake.generators`."""
+
+from __future__ import annotations
+
+from perflake.cli.commands._common import EXIT_OK
+from perflake.errors import UsageError
+
+
+def cmd_generate(args) -> int:
+    from perflake.generators import WRITERS
+
+    extra = {"threads": args.threads} if args.threads != 1 else {}
+    writer, kind = WRITERS[args.format], args.format
+    if getattr(args, "no_metric_db", False):
+        if args.format != "hpctoolkit" or args.v4:
+            raise UsageError("--no-metric-db is for the hpctoolkit format only (the old one, not --v4)")
+        extra["metric_db"] = False
+    if args.v4 or args.layout or args.copied_sources:  # HPCToolkit v4 (meta.db + profile.db + cct.db)
+        if args.format != "hpctoolkit" or not args.v4:
+            raise UsageError("--layout and --copied-sources need `generate hpctoolkit --v4`; --v4 is for hpctoolkit")
+        from perflake.generators.hpctoolkit_v4 import write_hpctoolkit_v4_runs as writer
+
+        extra.update(layout=args.layout or "4.0", copied_sources=args.copied_sources)
+        kind = f"hpctoolkit v4 ({args.layout or '4.0'} layout)"
+    paths = writer(args.out, nodes=args.nodes, ranks=args.ranks, runs=args.runs, seed=args.seed, **extra)
+    print(f"wrote {len(paths)} {kind} runs ({args.nodes} nodes x {args.ranks} ranks) under {args.out}")
+    return EXIT_OK
+
+
+def register(sub, *, lake_arg, fmt_arg) -> None:
+    sp = sub.add_parser("generate", help="write synthetic profiles in a real format (deterministic by seed)")
+    sp.add_argument("format", choices=["caliper", "hpctoolkit", "tau"])
+    sp.add_argument("out")
+    sp.add_argument("--nodes", type=int, default=200)
+    sp.add_argument("--ranks", type=int, default=16)
+    sp.add_argument("--threads", type=int, default=1)
+    sp.add_argument("--runs", type=int, default=1)
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--no-metric-db", action="store_true",
+                    help="hpctoolkit: no *.metric-db files, summary values inline in experiment.xml 2.2 and "
+                         ".hpctrace files (hpcprof of 2020 with metric-db output off)")
+    sp.add_argument("--v4", action="store_true", help="hpctoolkit: a v4 database (meta.db, profile.db, cct.db)")
+    sp.add_argument("--layout", choices=["4.0", "2022-pre"], help="with --v4: the 2022 pre-release layout")
+    sp.add_argument("--copied-sources", choices=["src", "outdir"], help="with --v4: sources copied into the database")
+    sp.set_defaults(func=cmd_generate)
