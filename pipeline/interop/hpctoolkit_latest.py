@@ -55,7 +55,7 @@ import pyarrow as pa
 
 from perflake import readers
 from perflake.errors import UsageError
-from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 SCOPE_LETTERS = {"execution": "i", "function": "e", "point": "p", "lex_aware": "c"}
 COMBINE = {0: "sum", 1: "min", 2: "max"}
