@@ -198,6 +198,12 @@ class Lake:
 
         return scaling_table(self, metric, by, **options)
 
+    def model(self, by: str = "nprocs", metric: str | None = None, **options):
+        """Extra-P scaling models per call path over ``by`` (see :func:`perflake.analytics.models.scaling_models`)."""
+        from perflake.analytics.models import scaling_models
+
+        return scaling_models(self, by, metric, **options)
+
     def ensemble_graphframe(self, where: str | None = None, **options):
         """Ensemble statistics as a GraphFrame over the union of the runs' call paths."""
         from perflake.analytics.ensemble import ensemble_graphframe
