@@ -218,10 +218,34 @@ def test_cli_model_table_json_and_plot(study, tmp_path, capsys):
                  "--format", "json", "--top", "3"]) == 0
     rows = json.loads(capsys.readouterr().out)
     t = study.model(by="nprocs", metric="time", predict=4096).table
-    assert [r["predicted"] for r in rows] == sorted(t["predicted"].dropna(), reverse=True)[:3]
+    assert [r["predicted"] for r in rows] == pytest.approx(sorted(t["predicted"].dropna(), reverse=True)[:3], rel=1e-12)
     assert {"name", "path", "model", "smape", "ar2", "points", "predicted"} <= set(rows[0])
     assert main(["model", "--lake", root, "--metric", "time", "-o", str(tmp_path / "m.svg"), "--top", "4"]) == 0
     svg = (tmp_path / "m.svg").read_text()
     assert "nprocs" in svg and "log2" in svg
-    assert main(["model", "--lake", root, "--metric", "time", "--predict", "zero"]) == 2
-    assert "zero" in capsys.readouterr().err
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["model", "--lake", root, "--metric", "time", "--predict", "zero"])
+    assert exc.value.code == 2 and "'zero': expected a number" in capsys.readouterr().err
+    assert main(["model", "--lake", root, "--metric", "time", "--predict", "0"]) == 2
+    assert "positive number" in capsys.readouterr().err
+
+
+def test_plot_models_draws_points_and_models(study):
+    from perflake.errors import PlotError
+    from perflake.plots import plot_models
+
+    m = study.model(by="nprocs", metric="time", predict=1024)
+    plot = plot_models(m, top=3)
+    assert list(plot.data.index) == list(ranked(m, top=3).index)
+    lines = {line.get_gid(): line for line in plot.axes.get_lines()}
+    for node_id, row in plot.data.iterrows():
+        xs, ys = lines[f"points {node_id}"].get_data()
+        assert list(xs) == POINTS and np.allclose(ys, m.points.loc[node_id, POINTS].to_numpy(float), equal_nan=True)
+        gx, gy = lines[f"model {node_id}"].get_data()
+        assert gx.max() == max(POINTS)
+        assert np.allclose(gy, [pmnf.evaluate(row["c0"], row["c1"], row["poly"], row["log"], g) for g in gx])
+        assert lines[f"extrapolation {node_id}"].get_data()[0].max() == 1024
+        assert lines[f"prediction {node_id}"].get_data()[1][0] == pytest.approx(row["predicted"])
+    with pytest.raises(PlotError, match="ScalingModels"):
+        plot_models(m.table)
