@@ -74,6 +74,7 @@ def write_study(out, *, nodes: int = 14, ranks: int = 2, seed: int = 3) -> list:
                 data.append([1.0, rank, 1.0, None] if node is None else [inc[node, rank], rank, exc[node, rank], node])
             doc["data"] = data
             doc["jobsize"] = doc["mpi.world.size"] = str(p)
+            doc["problem_size"] = str(p * p)  # a metadata key: the laws in q = p^2 are the laws in p with i / 2
             path.write_text(json.dumps(doc))
             paths.append(path)
     return paths
@@ -249,3 +250,17 @@ def test_plot_models_draws_points_and_models(study):
         assert lines[f"prediction {node_id}"].get_data()[1][0] == pytest.approx(row["predicted"])
     with pytest.raises(PlotError, match="ScalingModels"):
         plot_models(m.table)
+
+
+def test_a_metadata_key(study):
+    """By meta:problem_size (q = p^2, text in the metadata): the same points, so the same coefficients, with the
+    polynomial exponents halved where the model has no log term (log2(q) = 2 log2(p) rescales c1)."""
+    by_p = study.model(by="nprocs", metric="time").table
+    by_q = study.model(by="meta:problem_size", metric="time", predict=4096**2)
+    assert by_q.key == "meta:problem_size" and list(by_q.values().columns) == [p * p for p in POINTS]
+    t = by_q.table
+    pure = (by_p["log"] == 0) & (by_p["poly"] > 0)
+    assert pure.sum() >= 5
+    assert (t.loc[pure, "poly"] * 2 == by_p.loc[pure, "poly"]).all()
+    assert np.allclose(t.loc[pure, "c1"], by_p.loc[pure, "c1"], rtol=1e-6)
+    assert t.loc[pure, "model"].str.contains(r"problem_size\^").all()
