@@ -164,12 +164,14 @@ class Lake:
         return GraphFrame.from_tables(nodes, values, metrics, json.loads(row["metadata"] or "{}"), fmt=row["format"])
 
     def imbalance(self, runs=None, *, metric: str = "time", top: int | None = None, absent: str = "exclude",
-                  k: int = 3, ddof: int = 1, where: str | None = None, scheduler=None) -> pd.DataFrame:
-        """Per-rank load imbalance per call path (see :func:`perflake.analytics.imbalance.imbalance`)."""
+                  k: int = 3, ddof: int = 1, where: str | None = None, scheduler=None, by: str = "imbalance",
+                  min_share: float = 0.0) -> pd.DataFrame:
+        """Per-rank load imbalance per call path, ranked by ``by`` without the call paths below ``min_share`` of
+        their run's time (see :func:`perflake.analytics.imbalance.imbalance`)."""
         from perflake.analytics.imbalance import imbalance
 
         return imbalance(self, runs, metric=metric, top=top, absent=absent, k=k, ddof=ddof, where=where,
-                         scheduler=scheduler)
+                         scheduler=scheduler, by=by, min_share=min_share)
 
     def compare(self, a, b, *, metric: str = "time", scheduler=None) -> pd.DataFrame:
         """Two runs (or two lists of runs) per call path, biggest regressions first (:func:`perflake.analytics.compare.compare`)."""
@@ -188,6 +190,12 @@ class Lake:
         from perflake.analytics.ensemble import scaling_table
 
         return scaling_table(self, metric, by, **options)
+
+    def model(self, by: str = "nprocs", metric: str | None = None, **options):
+        """Extra-P scaling models per call path over ``by`` (see :func:`perflake.analytics.models.scaling_models`)."""
+        from perflake.analytics.models import scaling_models
+
+        return scaling_models(self, by, metric, **options)
 
     def ensemble_graphframe(self, where: str | None = None, **options):
         """Ensemble statistics as a GraphFrame over the union of the runs' call paths."""

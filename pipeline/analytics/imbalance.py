@@ -32,7 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from perflake.analytics import ensemble
+from perflake.analytics import ensemble, imbalance_ranking
 from perflake.engine import parallel
 from perflake.errors import LakeError
 from perflake.frame.tables import metrics_table, node_ids
@@ -119,9 +119,11 @@ def _order(df: pd.DataFrame, top: int | None) -> pd.DataFrame:
 
 def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent: str = "exclude", k: int = 3,
               ddof: int = 1, where: str | None = None, scheduler=None,
-              task_rows: int | None = None) -> pd.DataFrame:
+              task_rows: int | None = None, by: str = "imbalance", min_share: float = 0.0) -> pd.DataFrame:
     """Per call path of each run (all runs, ``runs`` ids/prefixes, and/or ``where`` SQL on the catalog):
-    statistics over locations and imbalance = max/mean (module docstring); most imbalanced first.
+    statistics over locations and imbalance = max/mean (module docstring), with ``total`` and ``share`` (of
+    the run's time); ranked by ``by`` (imbalance, max, std, mean or time), largest first, without the call
+    paths below ``min_share`` of their run's time (perflake.analytics.imbalance_ranking).
 
     ``scheduler``: None (local threads), "synchronous", "processes", "tcp://host:port" or a
     distributed.Client (see pipeline/engine/parallel.py); ``task_rows`` bounds the metric rows of one task.  By
@@ -130,6 +132,7 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
     faster and DuckDB spreads it over the cores itself.
     """
     _check(absent, k, ddof)
+    imbalance_ranking.check(by, min_share)
     sel = ensemble.select(lake, runs=runs, where=where)
     if sel.runs.empty:
         raise LakeError(f"{lake.root}: no runs selected")
@@ -160,7 +163,9 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
     stats = merge_partials(pa.concat_tables([_label(r, m, i) for i, (r, m) in enumerate(zip(results, metric_of))]),
                            absent=absent, k=k, ddof=ddof)
     nodes = ensemble.union_nodes(lake, sel.runs["run_id"], sel.runs["batch"].unique()).to_pandas()
-    return _order(stats.merge(nodes, on="node_id", how="left")[COLUMNS], top)
+    table = imbalance_ranking.with_share(stats.merge(nodes, on="node_id", how="left")[COLUMNS],
+                                         imbalance_ranking.roles(sel.catalog))
+    return imbalance_ranking.rank(table, by=by, min_share=min_share, top=top)
 
 
 def graphframe_imbalance(gf, *, metric=None, top: int | None = None, absent: str = "exclude", k: int = 3,
