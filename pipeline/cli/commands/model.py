@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import sys
 
-EXIT_OK = 0
+from perflake.cli.commands._common import EXIT_OK, open_lake, paths_column, print_frame
+
 SHOWN = ["name", "path", "model", "smape", "ar2", "points"]
 
 
 def cmd_model(args) -> int:
     from perflake.analytics.models import ranked, scaling_models
-    from perflake.cli.app import _paths_column, _print_frame
-    from perflake.lake import Lake
 
     if args.output:
         from perflake.plots.figure import output_format
 
         output_format(args.output)  # a bad extension fails before any work
-    lake = Lake(args.lake)
+    lake = open_lake(args)
     models = scaling_models(lake, args.by, args.metric, where=args.where, stat=args.stat, predict=args.predict,
                             negative=args.negative, min_points=args.min_points)
     if not args.metric:
@@ -27,7 +26,7 @@ def cmd_model(args) -> int:
     columns = SHOWN + (["predicted"] if models.at is not None else [])
     if args.format != "table":
         columns += ["c0", "c1", "poly", "log", "rss", "re"]
-    _print_frame(_paths_column(table[columns], args.format), args.format)
+    print_frame(paths_column(table[columns], args.format), args.format)
     if args.output:
         from perflake.plots import plot_models
 
