@@ -909,9 +909,10 @@ def bench_ensemble(ctx: Ctx):
             con.close()
 
     from perflake.analytics import ensemble as ens
+    from perflake.analytics import selection
 
     stats_lake = perflake.Lake(lake_dir)  # like the hand queries: the catalog is read outside the timer
-    stats_rows = ens.with_metric(ens.select(stats_lake), SPOT_METRIC)
+    stats_rows = selection.with_metric(selection.select(stats_lake), SPOT_METRIC)
 
     def stats_call():  # perflake's statistics query alone: node ids, no names or paths, no catalog read
         return ens.group_stats(stats_lake, stats_rows, SPOT_METRIC, stats=("mean", "std"))

@@ -9,28 +9,26 @@
 -- input: left_t, right_t(run_id, node_id, rank, thread, one DOUBLE column per metric) from
 --        perflake.frame.tables.metrics_table
 -- output: run_id, node_id, rank, thread, metric, value (long: sql/pivot_metrics.sql turns it wide)
-with left_long as (
-    unpivot (
-        select
-            node_id,
-            rank,
-            thread,
-            columns(lambda c: list_contains($metrics, c))
-        from left_t
-    )
-    on columns(lambda c: list_contains($metrics, c))
-    into name metric value value
+with sides as (
+    select
+        0 as side,
+        node_id,
+        rank,
+        thread,
+        columns(lambda c: list_contains($metrics, c))
+    from left_t
+    union all by name
+    select
+        1 as side,
+        node_id,
+        rank,
+        thread,
+        columns(lambda c: list_contains($metrics, c))
+    from right_t
 ),
 
-right_long as (
-    unpivot (
-        select
-            node_id,
-            rank,
-            thread,
-            columns(lambda c: list_contains($metrics, c))
-        from right_t
-    )
+long as (
+    unpivot sides
     on columns(lambda c: list_contains($metrics, c))
     into name metric value value
 ),
@@ -43,8 +41,8 @@ joined as (
         coalesce(l.metric, r.metric) as metric,
         coalesce(l.value, $fill) as a,
         coalesce(r.value, $fill) as b
-    from left_long as l
-    full outer join right_long as r
+    from (select * from long where side = 0) as l
+    full outer join (select * from long where side = 1) as r
         on l.node_id = r.node_id and l.rank = r.rank and l.thread = r.thread and l.metric = r.metric
 ),
 

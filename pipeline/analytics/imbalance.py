@@ -32,7 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from perflake.analytics import ensemble
+from perflake.analytics import selection
 from perflake.engine import parallel
 from perflake.errors import LakeError
 from perflake.frame.tables import metrics_table, node_ids
@@ -130,14 +130,14 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
     faster and DuckDB spreads it over the cores itself.
     """
     _check(absent, k, ddof)
-    sel = ensemble.select(lake, runs=runs, where=where)
+    sel = selection.select(lake, runs=runs, where=where)
     if sel.runs.empty:
         raise LakeError(f"{lake.root}: no runs selected")
     metrics = [metric] if isinstance(metric, str) else list(metric)
     cat = lake.catalog()
     specs = []
     for m in metrics:
-        rows = ensemble.with_metric(sel, m)
+        rows = selection.with_metric(sel, m)
         if runs is not None and len(rows) < len(sel.runs):
             missing = sorted(set(sel.runs["run_id"]) - set(rows["run_id"]))
             raise LakeError(f"run {missing[0]} has no metric {m!r}")
@@ -159,7 +159,7 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
     metric_of = [s["views"]["imbalance_source"][1]["metric"] for s in specs]
     stats = merge_partials(pa.concat_tables([_label(r, m, i) for i, (r, m) in enumerate(zip(results, metric_of))]),
                            absent=absent, k=k, ddof=ddof)
-    nodes = ensemble.union_nodes(lake, sel.runs["run_id"], sel.runs["batch"].unique()).to_pandas()
+    nodes = selection.union_nodes(lake, sel.runs["run_id"], sel.runs["batch"].unique()).to_pandas()
     return _order(stats.merge(nodes, on="node_id", how="left")[COLUMNS], top)
 
 

@@ -31,6 +31,17 @@ def connection() -> duckdb.DuckDBPyConnection:
         return db.cursor()
 
 
+def for_catalog(cat) -> duckdb.DuckDBPyConnection:
+    """A connection that can read the files of a lake's catalog: a cursor on the shared instance for a local
+    lake; for any other filesystem a database of its own with the lake's fsspec filesystem registered
+    (a filesystem is registered on a whole database, so the shared instance never gets one)."""
+    if cat.local:
+        return connection()
+    con = duckdb.connect()
+    con.register_filesystem(cat.fs)
+    return con
+
+
 @atexit.register
 def _close() -> None:
     """Close the shared instance while the interpreter is whole: its worker threads are joined here rather

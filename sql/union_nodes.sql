@@ -1,21 +1,20 @@
--- name: ensemble_nodes
+-- name: union_nodes
 -- purpose: the union of the call paths of the selected runs (one row per call-path id: the same id has the
---          same parent and frame in every run) with the list of names from the root
--- params: $files (nodes Parquet files holding the selected runs), $max_depth
+--          same parent and frame in every run, so min() picks the one value; end_line, which is not part of
+--          the identity, gets the smallest) with the list of names from the root.  $columns chooses the
+--          projection: only the columns named are read from the Parquet files
+-- params: $files, $columns, $max_depth
+--         $files: nodes Parquet files holding the selected runs; $columns: LIST of nodes columns to return,
+--         'name' among them (['name'] for tabular results, every column for GraphFrame.from_tables)
 -- input: selection_t(run_id, ...): the selected runs
--- output: node_id, parent_id, depth, name, type, file, line, end_line, module, path (LIST of names)
+-- output: node_id, the $columns in the nodes table's order, path (LIST of names); sorted by path (tree order,
+--         siblings by name)
 with recursive
 picked as (
     select
         node_id,
         parent_id,
-        depth,
-        name,
-        type,
-        file,
-        line,
-        end_line,
-        module
+        columns(lambda c: list_contains($columns, c) and c not in ('node_id', 'parent_id'))
     from read_parquet($files, union_by_name = true)
     where run_id in (select s.run_id from selection_t as s)
 ),
@@ -23,14 +22,7 @@ picked as (
 union_nodes as (
     select
         node_id,
-        any_value(parent_id) as parent_id,
-        any_value(depth) as depth,
-        any_value(name) as name,
-        any_value(type) as type,
-        any_value(file) as file,
-        any_value(line) as line,
-        min(end_line) as end_line,
-        any_value(module) as module
+        min(columns(* exclude (node_id)))
     from picked
     group by node_id
 ),
@@ -54,10 +46,12 @@ walk as (
 
 final as (
     select
-        u.*,
+        u.node_id,
+        columns(lambda c: list_contains($columns, c)),
         w.path
     from union_nodes as u
     inner join walk as w on u.node_id = w.node_id
 )
 
 select * from final
+order by path
