@@ -1,20 +1,20 @@
 -- name: union_nodes
 -- purpose: the union of the call paths of the selected runs (one row per call-path id: the same id has the
---          same parent and frame in every run, so min() picks the one value; end_line, which is not part of
---          the identity, gets the smallest) with the list of names from the root.  $columns chooses the
---          projection: only the columns named are read from the Parquet files
+--          same parent and frame in every run; end_line, not part of the identity, is the smallest) with the
+--          list of names from the root.  $columns chooses the projection: only the columns named (and
+--          end_line, cheap: mostly NULL) are read from the Parquet files
 -- params: $files, $columns, $max_depth
 --         $files: nodes Parquet files holding the selected runs; $columns: LIST of nodes columns to return,
 --         'name' among them (['name'] for tabular results, every column for GraphFrame.from_tables)
 -- input: selection_t(run_id, ...): the selected runs
--- output: node_id, the $columns in the nodes table's order, path (LIST of names); sorted by path (tree order,
---         siblings by name)
+-- output: node_id, the $columns in the nodes table's order but end_line last, path (LIST of names); sorted by
+--         path (tree order, siblings by name)
 with recursive
 picked as (
     select
         node_id,
         parent_id,
-        columns(lambda c: list_contains($columns, c) and c not in ('node_id', 'parent_id'))
+        columns(lambda c: (list_contains($columns, c) or c = 'end_line') and c not in ('node_id', 'parent_id'))
     from read_parquet($files, union_by_name = true)
     where run_id in (select s.run_id from selection_t as s)
 ),
@@ -22,7 +22,8 @@ picked as (
 union_nodes as (
     select
         node_id,
-        min(columns(* exclude (node_id)))
+        any_value(columns(lambda c: c not in ('node_id', 'end_line'))),
+        min(end_line) as end_line
     from picked
     group by node_id
 ),
