@@ -529,6 +529,7 @@ def lake_values(lake_dir: pathlib.Path, cols: list[str], sources: dict | None = 
     """Per (input index, call path, rank) sums of ``cols`` from the lake's SQL views; inputs mapped through
     ``sources`` (realpath of the run's source -> index; runs not in it are left out)."""
     import pandas as pd
+
     import perflake
 
     con = perflake.Lake(lake_dir).connect()
@@ -734,6 +735,7 @@ def lake_stamp(files) -> dict:
 def bench_groupby(ctx: Ctx):
     import numpy as np
     import pandas as pd
+
     import perflake
 
     a, n, sub = ctx.a, ctx.size["cali"], ctx.size["cali_sub"]
@@ -869,6 +871,7 @@ HAND_QUERIES = {
 
 def bench_ensemble(ctx: Ctx):
     import duckdb
+
     import perflake
 
     a, n = ctx.a, ctx.size["cali"]
@@ -1054,7 +1057,7 @@ def bench_ingest_runs(ctx: Ctx):
     lines.append("")
     if probes:
         d = probes[small]["info"]["default_call"]
-        lines.append(f"`Thicket.from_caliper(files)` on these files: "
+        lines.append("`Thicket.from_caliper(files)` on these files: "
                      + (f"works ({d['s']:.2f} s)" if d["ok"] else f"fails after {d['s']:.2f} s with `{d['error']}` "
                         "(json-split without a `Node order` column, formats.md 3.4; `Thicket.from_caliper` has no "
                         "`node_ordering` argument)")
@@ -1156,7 +1159,7 @@ def bench_imbalance(ctx: Ctx):
     recipe = ("`gf2 = gf.copy(); gf3 = gf.copy(); gf2.drop_index_levels(function=np.mean); "
               "gf3.drop_index_levels(function=np.max); gf2.dataframe[\"imbalance\"] = "
               "gf3.dataframe[\"time\"].div(gf2.dataframe[\"time\"])`")
-    pl_call = f"`Lake(root).imbalance([run], metric=\"time\")`"
+    pl_call = "`Lake(root).imbalance([run], metric=\"time\")`"
     if h:
         hi = h["info"]
         ht = [r["s"] for r in hi["recipe"]]

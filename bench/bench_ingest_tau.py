@@ -45,8 +45,19 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from common import (BENCH, GNU_TIME, PERFLAKE_CLI, PROJECT_PY, REPO, RESULTS, WORK,  # noqa: E402,F401  (re-exported)
-                    cpu_and_memory, git_state, run_measured, update_results)
+from common import (  # noqa: E402,F401  (re-exported)
+    BENCH,
+    GNU_TIME,
+    PERFLAKE_CLI,
+    PROJECT_PY,
+    REPO,
+    RESULTS,
+    WORK,
+    cpu_and_memory,
+    git_state,
+    run_measured,
+    update_results,
+)
 from common import BENCH_PY as HATCHET_PY  # noqa: E402
 
 HATCHET_PROBE = BENCH / "hatchet_probe.py"
@@ -146,6 +157,7 @@ def time_cli(run_dir: pathlib.Path, lakes: pathlib.Path) -> tuple[dict, pathlib.
 def lake_check_table(lake_dir: pathlib.Path):
     """Per (call path key, rank) sums of time / time (inc) from the lake's SQL views (one run)."""
     import pandas as pd
+
     import perflake
 
     lake = perflake.Lake(lake_dir)

@@ -86,8 +86,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_ingest_tau as common  # noqa: E402  (dataset, subprocess RSS, machine facts, RESULTS.md)
-from bench_ingest_tau import (BENCH, HATCHET_PY, RESULTS, WORK, fmt_s, log, rel, run_measured,  # noqa: E402
-                              update_results)
+from bench_ingest_tau import BENCH, HATCHET_PY, RESULTS, WORK, fmt_s, log, rel, run_measured, update_results  # noqa: E402
 from bench_readers import ensure_generated  # noqa: E402  (the Caliper json-split dataset, shared and stamped)
 
 HATCHET_OPS_PROBE = BENCH / "hatchet_ops_probe.py"
@@ -177,6 +176,7 @@ def rows_by_path(gf, columns: list[str]):
     per call path, not per row: 10,240,000 rows at 10000 x 1024)."""
     import numpy as np
     import pandas as pd
+
     from perflake.frame.tables import locations, node_ids
 
     df = gf.dataframe
@@ -214,6 +214,7 @@ def best_of(a, label: str, fn, prepare=None):
 def perflake_side(a, run_dir: pathlib.Path) -> tuple[dict, dict]:
     """Timings and the results the check needs."""
     import numpy as np
+
     import perflake
     from perflake import query
 

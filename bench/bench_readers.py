@@ -54,9 +54,25 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_ingest_tau as common  # noqa: E402  (shared helpers: subprocess RSS, machine facts, RESULTS.md)
+from bench_ingest_tau import (  # noqa: E402
+    BENCH,
+    GNU_TIME,
+    HATCHET_PROBE,
+    HATCHET_PY,
+    PERFLAKE_CLI,
+    PROJECT_PY,
+    REPO,
+    RESULTS,
+    WORK,
+    fmt_bytes,
+    fmt_s,
+    log,
+    rel,
+    run_measured,
+    tree_bytes,
+    update_results,
+)
 from common import release_memory  # noqa: E402
-from bench_ingest_tau import (BENCH, GNU_TIME, HATCHET_PROBE, HATCHET_PY, PERFLAKE_CLI, PROJECT_PY, REPO,  # noqa: E402
-                              RESULTS, WORK, fmt_bytes, fmt_s, log, rel, run_measured, tree_bytes, update_results)
 
 SEED = 1
 CALI_JSON, CALI_JSON_QUICK, CALI_JSON_SCALE = (1000, 256), (200, 64), (10000, 1024)
@@ -215,6 +231,7 @@ def lake_table(lake_dir: pathlib.Path, metrics, run_index: dict, path_id: dict):
     per (input, call path) with its frame type and parent path id (for the B.2 expectation)."""
     import numpy as np
     import pandas as pd
+
     import perflake
 
     con = perflake.Lake(lake_dir).connect()

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-
 from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
 
-from perflake.engine import duck, sqlfiles
 from perflake.catalogs.catalog import Catalog
 from perflake.catalogs.schema import DATA_TABLES, INGEST_LOG, INGEST_LOG_SCHEMA
+from perflake.engine import duck, sqlfiles
 from perflake.errors import LakeError, UsageError
 from perflake.ingest.driver import LOCK_TIMEOUT, IngestReport, ingest
 from perflake.readers.base import Metric

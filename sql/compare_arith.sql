@@ -33,6 +33,16 @@ long as (
     into name metric value value
 ),
 
+left_long as (
+    select * from long
+    where side = 0
+),
+
+right_long as (
+    select * from long
+    where side = 1
+),
+
 joined as (
     select
         coalesce(l.node_id, r.node_id) as node_id,
@@ -41,8 +51,8 @@ joined as (
         coalesce(l.metric, r.metric) as metric,
         coalesce(l.value, $fill) as a,
         coalesce(r.value, $fill) as b
-    from (select * from long where side = 0) as l
-    full outer join (select * from long where side = 1) as r
+    from left_long as l
+    full outer join right_long as r
         on l.node_id = r.node_id and l.rank = r.rank and l.thread = r.thread and l.metric = r.metric
 ),
 

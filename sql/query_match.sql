@@ -1,7 +1,8 @@
 -- name: query_match
 -- purpose: run a call-path query's automaton over the graph: the nodes on every downward path that the query matches
 -- params: $t_src, $t_dst, $t_elem, $t_guard  (transitions, same length), $start  (start state), $accepting  (states)
--- input: query_matches(node_id UBIGINT, elem INTEGER): node satisfies query element elem (perflake/query/predicates.py);
+-- input: query_matches(node_id UBIGINT, elem INTEGER): node satisfies query element elem
+--        (perflake/query/predicates.py);
 --        query_edges(parent_id UBIGINT, child_id UBIGINT): the graph's parent -> child edges
 -- output: node_id UBIGINT, one row per node lying on at least one matching path
 -- automaton: a state is the query element the last node was consumed by ($start before any node); transition i

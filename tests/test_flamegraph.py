@@ -13,16 +13,15 @@ import pandas as pd
 import pytest
 
 import perflake
-from perflake.render import flamegraph
+from literal import MOCK_GRAPH, RANKS_GRAPH, graphframe, tree
 from perflake.cli.app import main
 from perflake.errors import RenderError
-from perflake.render.folded import to_dot, to_flamegraph
-from perflake.frame.node_values import node_values
-from perflake.generators import WRITERS
 from perflake.frame.graph import Frame, Graph, Node
 from perflake.frame.graphframe import GraphFrame
-
-from literal import MOCK_GRAPH, RANKS_GRAPH, graphframe, tree
+from perflake.frame.node_values import node_values
+from perflake.generators import WRITERS
+from perflake.render import flamegraph
+from perflake.render.folded import to_dot, to_flamegraph
 
 SVG = "{http://www.w3.org/2000/svg}"
 # exclusive: main 10, solve 20, solve/mpi 40, io 5, io/mpi 25 (sum 100); children in frame order: io, solve

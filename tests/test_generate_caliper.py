@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 import golden as golden_check
+from perflake.frame.graphframe import GraphFrame
 from perflake.generators import inclusive_from_exclusive, make_metrics, make_tree, perturb
 from perflake.generators.caliper import COLUMNS, write_caliper_json_runs
-from perflake.frame.graphframe import GraphFrame
 from perflake.ingest.normalize import normalize
 from perflake.readers.base import ProfileRows
 from perflake.readers.caliper_json import Reader

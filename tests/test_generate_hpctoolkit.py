@@ -16,7 +16,6 @@ from perflake.ingest.normalize import normalize
 from perflake.readers.hpctoolkit import Reader
 
 
-
 def table(d) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows = Reader().read(d)
     return rows.frames.to_pandas(), rows.values.to_pandas()

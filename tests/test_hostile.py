@@ -431,7 +431,7 @@ def _cali_grafts(dest: Path, depth: int, records: int) -> Path:
 
 
 def _cali_long_global(src: Path, dest: Path, digits: int) -> Path:
-    text = src.read_text() + f"__rec=node,id=9000,attr=8,data=evil.global,parent=3\n"
+    text = src.read_text() + "__rec=node,id=9000,attr=8,data=evil.global,parent=3\n"
     dest.write_text(text + f"__rec=globals,attr=9000,data={'1' * digits}x\n")
     return dest
 

@@ -26,9 +26,9 @@ import pandas as pd
 import pytest
 
 from perflake.errors import ReaderError
+from perflake.frame.graphframe import GraphFrame
 from perflake.generators.hpctoolkit import write_hpctoolkit_runs
 from perflake.generators.hpctoolkit_summary import TRACE_HEADER, trace_id
-from perflake.frame.graphframe import GraphFrame
 from perflake.ingest.normalize import normalize
 from perflake.readers import detect
 from perflake.readers.hpctoolkit import Reader

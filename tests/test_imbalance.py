@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perflake import GraphFrame, Lake
+from perflake.analytics.imbalance import graphframe_imbalance, imbalance
 from perflake.engine import parallel
 from perflake.errors import LakeError, UnknownRun
 from perflake.generators import write_caliper_json_runs, write_tau_runs
-from perflake.analytics.imbalance import graphframe_imbalance, imbalance
 from perflake.readers.base import Metric
 
 STATS = ["locations", "present", "mean", "min", "max", "std", "imbalance"]

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from perflake import Lake
-from perflake.engine import parallel
 from perflake.analytics.compare import compare
 from perflake.analytics.ensemble import ensemble
-from perflake.generators import write_tau_runs
 from perflake.analytics.imbalance import imbalance
+from perflake.engine import parallel
+from perflake.generators import write_tau_runs
 
 
 def rows(*spec):

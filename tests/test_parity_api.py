@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import perflake
+from literal import MOCK_GRAPH
 from perflake import GraphFrame
 from perflake.errors import RenderError
-from perflake.frame.tables import metric_roles
 from perflake.frame.graph_ops import links
-from literal import MOCK_GRAPH
+from perflake.frame.tables import metric_roles
 
 F = "function"
 # the end of the legend of every coloured tree (llnl-hatchet 2026.2.0)

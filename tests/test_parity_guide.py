@@ -27,11 +27,11 @@ import pytest
 import golden as golden_check
 import hatchet_load
 from conftest import need_bench_python
-from perflake.read import read, read_caliper, read_hpctoolkit, read_tau
+from perflake.frame.graphframe import GraphFrame
 from perflake.frame.tables import node_ids
 from perflake.generators import write_tau_runs
-from perflake.frame.graphframe import GraphFrame
 from perflake.interop.json_files import read_hatchet_json, write_hatchet_json
+from perflake.read import read, read_caliper, read_hpctoolkit, read_tau
 
 TAU = "tau-cpi-mpi"
 LULESH = "caliper-lulesh-json/lulesh-annotation-profile.json"

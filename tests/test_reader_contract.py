@@ -7,12 +7,10 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
 import pyarrow as pa
 import pytest
 
 from perflake.catalogs.schema import SCHEMA_VERSION
-
 from perflake.ingest.normalize import normalize
 from perflake.readers import REGISTRY, detect, get_reader
 from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER

@@ -29,6 +29,7 @@ from perflake.engine import sqlfiles
 from perflake.errors import LakeError
 from perflake.frame.tables import FRAME_COLUMNS, metric_roles, metrics_table, node_ids
 
+
 def _side(run_or_runs) -> list[str]:
     return [run_or_runs] if isinstance(run_or_runs, str) else list(run_or_runs)
 

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from perflake.frame.tables import node_ids
 from perflake.frame.graph import Frame, Graph, Node
+from perflake.frame.tables import node_ids
 from perflake.identity import call_path_ids, frame_keys
 
 _PANDAS_NAMES = {np.mean: "mean", np.nanmean: "mean", np.sum: "sum", np.nansum: "sum", np.max: "max",

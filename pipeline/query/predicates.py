@@ -30,8 +30,8 @@ from __future__ import annotations
 import operator
 import re
 import time
-from functools import cached_property
 import unicodedata
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
