@@ -155,7 +155,8 @@ def ensure_generated(fmt: str, nodes: int, ranks: int, *, guarded: bool) -> tupl
     if g["rc"] != 0 or not run.exists():
         raise RuntimeError(f"generation failed (rc {g['rc']}): {g['stderr'][-2000:]}")
     stamp.write_text(json.dumps(params))
-    (out / ".generation.json").write_text(json.dumps({"date": dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+    (out / ".generation.json").write_text(json.dumps({"date": dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M "
+                                                                                                      "%Z"),
                                                       "wall_s": g["wall_s"], "rss_kib": g["rss_kib"]}))
     log(f"generated in {g['wall_s']:.1f} s, peak RSS {g['rss_kib'] / 1024:,.0f} MiB")
     return run, g
@@ -389,7 +390,8 @@ def probe(reader: str, inputs: list[pathlib.Path], dump: pathlib.Path | None, me
     res["info"] = json.loads(next(ln for ln in lines if ln.startswith("RESULT "))[len("RESULT "):])
     res["load_s"] = res["info"]["load_s"]
     log(f"{reader}: {res['load_s']:.2f} s (process wall {res['wall_s']:.1f} s), peak RSS "
-        f"{res['rss_kib'] / 1024:,.0f} MiB (at the end of the load {res['info']['rss_after_load_kib'] / 1024:,.0f} MiB)")
+        f"{res['rss_kib'] / 1024:,.0f} MiB (at the end of the load {res['info']['rss_after_load_kib'] / 1024:,.0f} "
+        "MiB)")
     return res
 
 
@@ -460,7 +462,8 @@ def check_row(c: dict | None, what: str, note: str = "") -> str:
 
 
 # -- benchmarks -------------------------------------------------------------------------------------------
-def single_run_bench(a, r: dict, fmt: str, nodes: int, ranks: int, *, scale: bool = False) -> tuple[str, str, bool | None]:
+def single_run_bench(a, r: dict, fmt: str, nodes: int, ranks: int, *,
+                     scale: bool = False) -> tuple[str, str, bool | None]:
     """caliper-json or hpctoolkit: one generated run, perflake vs the Hatchet reader."""
     name = f"ingest-{fmt}-{nodes}x{ranks}"
     writer = {"caliper-json": "write_caliper_json_runs", "hpctoolkit": "write_hpctoolkit_runs"}[fmt]
@@ -534,8 +537,8 @@ def single_run_bench(a, r: dict, fmt: str, nodes: int, ranks: int, *, scale: boo
     elif h and reader == "caliper":
         lines.append("The time above is `from_caliper(run, node_ordering=False)` called directly: the default call "
                      "fails with `KeyError: \"['Node order'] not found in axis\"` on these files (shown at 1000 x 256 "
-                     "in its section), only after parsing the whole file (it failed after 106.8 s at 10000 x 1024 in the first full run of "
-                     "this script, 2026-11-22, before its retry took 115.7 s).")
+                     "in its section), only after parsing the whole file (it failed after 106.8 s at 10000 x 1024 in "
+                     "the first full run of this script, 2026-11-22, before its retry took 115.7 s).")
     if fmt == "hpctoolkit" and c:
         lines.append("Hatchet's `time` of a procedure frame or loop keeps the exclusive time of statements nested "
                      "in loops below it (it subtracts a statement from its direct parent only, formats.md 1.7 / B.2), "

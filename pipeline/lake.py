@@ -27,7 +27,8 @@ _EMPTY = {
                         ("depth", pa.int32()), ("name", pa.string()), ("type", pa.string()), ("file", pa.string()),
                         ("line", pa.int64()), ("end_line", pa.int64()), ("module", pa.string())]),
     "edges": pa.schema([("run_id", pa.string()), ("parent_id", pa.uint64()), ("child_id", pa.uint64())]),
-    "metrics": pa.schema([("run_id", pa.string()), ("node_id", pa.uint64()), ("rank", pa.int32()), ("thread", pa.int32())]),
+    "metrics": pa.schema([("run_id", pa.string()), ("node_id", pa.uint64()), ("rank", pa.int32()),
+                          ("thread", pa.int32())]),
 }
 
 
@@ -74,7 +75,8 @@ class Lake:
         batches = runs.column("batch").to_pylist()
         for table in DATA_TABLES:
             if batches:
-                con.execute(f"set variable perflake_{table}_files = $files", {"files": cat.files(table, batches)}).fetchall()
+                con.execute(f"set variable perflake_{table}_files = $files",
+                            {"files": cat.files(table, batches)}).fetchall()
                 con.execute(sqlfiles.load(f"views/{table}")).fetchall()
             else:
                 con.register(table, _EMPTY[table].empty_table())
@@ -141,7 +143,8 @@ class Lake:
                          scheduler=scheduler)
 
     def compare(self, a, b, *, metric: str = "time", scheduler=None) -> pd.DataFrame:
-        """Two runs (or two lists of runs) per call path, biggest regressions first (:func:`perflake.analytics.compare.compare`)."""
+        """Two runs (or two lists of runs) per call path, biggest regressions first
+        (:func:`perflake.analytics.compare.compare`)."""
         from perflake.analytics.compare import compare
 
         return compare(self, a, b, metric=metric, scheduler=scheduler)

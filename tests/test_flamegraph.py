@@ -339,7 +339,8 @@ def test_caliper_inclusive_hash_metrics_pair_with_their_exclusive_partner(shared
 def test_scale_is_checked(tmp_path, shared_data, capsys):
     path = str(shared_data("tau-cpi-mpi"))
     for scale, out, message in (("-1", "x.folded", "--scale must be a finite number above 0, not -1"),
-                                ("nan", "x.folded", "not nan"), ("2", "x.svg", "--scale applies to .folded output only")):
+                                ("nan", "x.folded", "not nan"),
+                                ("2", "x.svg", "--scale applies to .folded output only")):
         assert main(["flamegraph", path, "-o", str(tmp_path / out), "--scale", scale]) == 2
         assert message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())

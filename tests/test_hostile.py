@@ -357,7 +357,8 @@ def test_catastrophic_pattern_re2_cannot_run_is_a_bounded_error(monkeypatch):
 
 DEEP = textwrap.dedent("""
     import json, resource, sys
-    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # address space: thread stacks and arenas count (RSS ~260 MB)
+    # address space: thread stacks and arenas count (RSS ~260 MB)
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
     from perflake.errors import PerflakeError
     from perflake.ingest.normalize import normalize
     from perflake.readers import get_reader

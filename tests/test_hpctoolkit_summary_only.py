@@ -367,7 +367,8 @@ def test_cli_generate_no_metric_db(tmp_path):
     assert len(list(run.glob("*.hpctrace"))) == 2 and not list(run.glob("*.metric-db")) and Reader.sniff(run)
     bad = subprocess.run([*cli, "tau", str(tmp_path / "t"), "--no-metric-db"], capture_output=True, text=True,
                          timeout=120)
-    assert bad.returncode == 2 and bad.stderr.strip() == "perflake: --no-metric-db is for the hpctoolkit format only (the old one, not --v4)"
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "perflake: --no-metric-db is for the hpctoolkit format only (the old one, not --v4)"
 
 
 def test_hatchet_divides_by_zero(tmp_path, bench_python):

@@ -345,7 +345,8 @@ def test_arithmetic_marks_one_sided_nodes_as_hatchet():
 
 def test_right_only_nodes_and_in_place_operators():
     ga, gb = GraphFrame.from_literal(A), GraphFrame.from_literal(B)
-    # llnl-hatchet 2026.2.0 marks c ◀, d ▶, e ▶, keeps c's left value and leaves d and e NaN (perflake.analytics.compare)
+    # llnl-hatchet 2026.2.0 marks c ◀, d ▶, e ▶, keeps c's left value and leaves d and e NaN
+    # (perflake.analytics.compare)
     lines = (ga - gb).tree(render_header=False, colour=False).splitlines()
     assert lines == ["-9.000 main", "├─ -18.000 a", "│  └─ 4.000 c ◀ ", "├─ -72.000 b", "│  └─ nan d ▶ ",
                      "└─ nan e ▶ "]

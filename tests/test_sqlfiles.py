@@ -37,7 +37,8 @@ def test_header_and_params(name):
         assert any(ln.startswith(f"-- {key}:") for ln in header), f"{name}: header lacks '{key}:'"
     body = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("--"))
     used = set(re.findall(r"\$(\w+)", body))
-    assert used == set(sqlfiles.declared_params(name)), f"{name}: uses {used}, declares {sqlfiles.declared_params(name)}"
+    declared = set(sqlfiles.declared_params(name))
+    assert used == declared, f"{name}: uses {used}, declares {declared}"
     assert body.strip().count(";") <= 1 and not body.strip().rstrip(";").count(";"), "one statement per file"
 
 
@@ -78,16 +79,19 @@ def _sql_references() -> dict[str, set[str]]:
                 if not isinstance(node, ast.Call):
                     continue
                 func = node.func
-                owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
-                fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+                attribute = isinstance(func, ast.Attribute)
+                owner = func.value.id if attribute and isinstance(func.value, ast.Name) else None
+                fname = func.attr if attribute else func.id if isinstance(func, ast.Name) else None
                 found = []
-                if fname in SQL_ARG and (owner == "sqlfiles" or fname == "sql_task") and len(node.args) > SQL_ARG[fname]:
-                    found += _strings(node.args[SQL_ARG[fname]])
+                position = SQL_ARG.get(fname, len(node.args))
+                if (owner == "sqlfiles" or fname == "sql_task") and len(node.args) > position:
+                    found += _strings(node.args[position])
                 keywords = {k.arg: k.value for k in node.keywords}
                 if fname == "dict" and "name" in keywords and "params" in keywords:
                     found += _strings(keywords["name"])
                 if isinstance(keywords.get("views"), ast.Dict):
-                    found += [s for v in keywords["views"].values if isinstance(v, ast.Tuple) for s in _strings(v.elts[0])]
+                    found += [s for v in keywords["views"].values if isinstance(v, ast.Tuple)
+                              for s in _strings(v.elts[0])]
                 for name in found:
                     refs.setdefault(name, set()).add(module)
     return refs

@@ -67,7 +67,8 @@ def merge_partials(parts: pa.Table, *, absent: str = "exclude", k: int = 3, ddof
                 max=("max", "max")).reset_index()
     if absent == "zero":
         per_run = p.drop_duplicates(["run_id", "metric", "part"]).groupby(["run_id", "metric"], as_index=False)
-        locations = out[["run_id", "metric"]].merge(per_run["locations"].sum(), how="left")["locations"].to_numpy(np.int64)
+        locations = out[["run_id", "metric"]].merge(per_run["locations"].sum(), how="left")["locations"]
+        locations = locations.to_numpy(np.int64)
     else:
         locations = out["present"].to_numpy(np.int64)
     present = out["present"].to_numpy(np.int64)

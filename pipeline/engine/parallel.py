@@ -85,7 +85,8 @@ def sql_task(name: str, params: dict, *, views: dict | None = None, tables: dict
 
     ``tables``: ``{name: DataFrame or Arrow table}`` registered first, then ``views``: ``{view name: (sql file
     name, params)}`` defined in order (the inputs of the main file, as :func:`perflake.engine.sqlfiles.scope`
-    takes them); ``filesystem``: an fsspec filesystem to register for a non-local lake.  Everything is a plain, picklable value, so this runs on any worker.
+    takes them); ``filesystem``: an fsspec filesystem to register for a non-local lake.  Everything is a plain,
+    picklable value, so this runs on any worker.
     """
     con = duckdb.connect(config={"threads": threads})
     try:

@@ -136,7 +136,8 @@ def _distinct_sorted(local: pa.Table) -> pa.Table | None:
     return local.take(order).drop_columns(["local_id"])
 
 
-def _rekey(local: pa.Table, tables: list[tuple[int, pa.Table]], counts: np.ndarray, names: list[str]) -> pa.Table | None:
+def _rekey(local: pa.Table, tables: list[tuple[int, pa.Table]], counts: np.ndarray,
+           names: list[str]) -> pa.Table | None:
     """The values keyed by call-path id and sorted (sql/rekey_metrics.sql's result), by array operations;
     ``local`` is :func:`local_nodes`' table, every frame reached."""
     run = local.column("run_id").to_numpy()
@@ -182,7 +183,8 @@ def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tup
     for no, rows in items:
         if reached.get(no, 0) != rows.frames.num_rows:
             lost = rows.frames.num_rows - reached.get(no, 0)
-            raise ReaderError(rows.source, f"{lost} nodes are not reachable from a root (a parent cycle, or deeper than {MAX_DEPTH})")
+            raise ReaderError(rows.source, f"{lost} nodes are not reachable from a root (a parent cycle, or deeper "
+                                           f"than {MAX_DEPTH})")
     # the group's own cursor: the tables below are the inputs of the sql/ files, each registered (Arrow) or
     # materialised (temp table) by name here, private to the group and gone with the cursor
     with sqlfiles.scope(con, tables={"local_nodes": local}) as cur:
