@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# ruff (Python: pyproject [tool.ruff]) and sqlfluff (sql/: .sqlfluff); .ci/run runs this before the tests
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/sqlfluff lint sql
 
 bench: $(STAMP)
 	bash bench/run.sh

@@ -311,8 +311,8 @@ def _probe_hatchet_imbalance(a, hatchet, wait) -> dict:
         gf2.dataframe["imbalance"] = gf3.dataframe["time"].div(gf2.dataframe["time"])
         s, cpu = time.perf_counter() - t, time.process_time() - c
         st = C.rss_status()
-        reps.append({"s": s, "cpu_s": cpu, "loadavg_after": list(os.getloadavg()), "load": w, "peak_reset": reset, "rss_before_kib": rss0, "rss_peak_kib": st["VmHWM"],
-                     "rss_after_kib": st["VmRSS"]})
+        reps.append({"s": s, "cpu_s": cpu, "loadavg_after": list(os.getloadavg()), "load": w, "peak_reset": reset,
+                     "rss_before_kib": rss0, "rss_peak_kib": st["VmHWM"], "rss_after_kib": st["VmRSS"]})
         if i < a.reps - 1:
             del gf2, gf3
     info["recipe"] = reps
@@ -360,7 +360,8 @@ def worker_main(argv) -> int:
         df = call()
         times.append(time.perf_counter() - t)
         cpus.append(time.process_time() - c)
-    info.update({"times": times, "cpus": cpus, "loads": loads, "rows": len(df), "rss_hwm_before_save_kib": C.rss_status()["VmHWM"]})
+    info.update({"times": times, "cpus": cpus, "loads": loads, "rows": len(df),
+                 "rss_hwm_before_save_kib": C.rss_status()["VmHWM"]})
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -529,6 +530,7 @@ def lake_values(lake_dir: pathlib.Path, cols: list[str], sources: dict | None = 
     """Per (input index, call path, rank) sums of ``cols`` from the lake's SQL views; inputs mapped through
     ``sources`` (realpath of the run's source -> index; runs not in it are left out)."""
     import pandas as pd
+
     import perflake
 
     con = perflake.Lake(lake_dir).connect()
@@ -571,7 +573,8 @@ def compare_tables(pl, ref, keys: list[str], cols: list[str], *, rtol: float, at
         with np.errstate(invalid="ignore", divide="ignore"):
             relerr = np.abs(x - y) / np.abs(y)
         res["cols"][c] = {"bad": int((~same).sum()), "sum_pl": float(np.nansum(x)), "sum_ref": float(np.nansum(y)),
-                          "max_rel": float(np.nanmax(relerr[np.isfinite(relerr)])) if np.isfinite(relerr).any() else 0.0}
+                          "max_rel": (float(np.nanmax(relerr[np.isfinite(relerr)])) if np.isfinite(relerr).any()
+                                      else 0.0)}
         ok = ok and res["cols"][c]["bad"] == 0
     res["ok"] = bool(ok)
     return res
@@ -665,8 +668,8 @@ def bench_ingest_cali(ctx: Ctx):
     th_sub = th["info"]["load_s"] if th else rec
     scale = n / sub
     lines = header(ctx, name, f"{n} Spot `.cali` files from `bench/cali_writer.py` (`write_cali_profiles(out, {n}, "
-                              f"seed={SEED})`, RAJAPerf layout: 74 regions, 75 records, 1 rank; file i has the same bytes "
-                              f"for any n) -> `{C.rel(root)}` ({n_files:,} files, {C.fmt_bytes(nbytes)})"
+                              f"seed={SEED})`, RAJAPerf layout: 74 regions, 75 records, 1 rank; file i has the same "
+                              f"bytes for any n) -> `{C.rel(root)}` ({n_files:,} files, {C.fmt_bytes(nbytes)})"
                    + (f"; written in this run in {gen_s:.1f} s" if gen_s is not None else "; reused (stamped)")
                    + "; page cache warm for every reader",
                    [f"- timing: before every timed call the 1-minute load average had to be below {a.max_load:.1f} "
@@ -686,9 +689,11 @@ def bench_ingest_cali(ctx: Ctx):
     if th:
         i = th["info"]
         lines.append(f"| ingest of the first {sub:,} files, in-process | {best_med(t_sub)} | thicket "
-                     f"`Thicket.from_caliperreader(files[:{sub}])` {C.fmt_s(i['load_s'])} ({cpu_note(i, 'load_s', 'load_cpu_s', 'loadavg_after_load')}; excl. imports "
+                     f"`Thicket.from_caliperreader(files[:{sub}])` {C.fmt_s(i['load_s'])} "
+                     f"({cpu_note(i, 'load_s', 'load_cpu_s', 'loadavg_after_load')}; excl. imports "
                      f"{i['import_hatchet_s'] + i['import_thicket_s']:.2f} s; peak RSS at the end of the load "
-                     f"{C.mib(i['rss_after_load_kib'])}) | **{i['load_s'] / min(t_sub):,.1f}x** | (measured, like for like) |")
+                     f"{C.mib(i['rss_after_load_kib'])}) | **{i['load_s'] / min(t_sub):,.1f}x** | (measured, like for "
+                     "like) |")
     else:
         lines.append(f"| ingest of the first {sub:,} files, in-process | {best_med(t_sub)} | thicket: "
                      + (f"{C.fmt_s(rec)} recorded in ingest-cali-1000-files (not run: --skip-hatchet)"
@@ -700,19 +705,22 @@ def bench_ingest_cali(ctx: Ctx):
               f"| CLI lake vs in-process lake | **{'OK' if same else 'MISMATCH'}**: the same {n:,} run ids |",
               f"| lake (first {sub:,} files) vs thicket: per (file, call path) `{SPOT_METRIC}` | "
               f"{check_text(check, '--skip-hatchet')} |", ""]
-    lines.append(f"1-minute load before each timed call: CLI {C.load_note(cli['load'])}; in-process {loads_str(t_loads)}; "
-                 f"first {sub}: {loads_str(sub_loads)}" + (f"; thicket probe start {C.load_note(th['start_load'])}" if th else "") + ".")
+    lines.append(f"1-minute load before each timed call: CLI {C.load_note(cli['load'])}; in-process "
+                 f"{loads_str(t_loads)}; first {sub}: {loads_str(sub_loads)}"
+                 + (f"; thicket probe start {C.load_note(th['start_load'])}" if th else "") + ".")
     lines.append(f"perflake CLI ran as `{cli['cmd']}` (peak RSS via {cli['rss_source']}); in-process repetitions: "
-                 + ", ".join(f"{x:.3f}" for x in t) + f" s; first {sub}: " + ", ".join(f"{x:.3f}" for x in t_sub) + " s.")
+                 + ", ".join(f"{x:.3f}" for x in t) + f" s; first {sub}: " + ", ".join(f"{x:.3f}" for x in t_sub)
+                 + " s.")
     if th:
         lines.append(f"Thicket ran as `{th['cmd']}` (bench venv; whole-process peak RSS {C.mib(th['rss_kib'])} via "
                      f"{th['rss_source']}, incl. the group-bys of groupby-{sub}-runs that followed the load). Thicket "
                      f"was not run on {n:,} files: it is linear at best in the number of files (the issue: ~88 s for "
-                     f"1,000, ~15 min for 10,000), so the reference above is {scale:g}x its measured {sub:,}-file time, "
-                     "an extrapolation, not a measurement.")
+                     f"1,000, ~15 min for 10,000), so the reference above is {scale:g}x its measured {sub:,}-file "
+                     "time, an extrapolation, not a measurement.")
     ok = same and (check["ok"] if check else True)
     if not a.skip_profile and (best >= TARGET_INGEST_CALI_S or cli["wall_s"] >= TARGET_INGEST_CALI_S):
-        p = maybe_profile(ctx, "ingest-cali", "ingest", lambda: perflake.Lake(lakes / "profile-lake").ingest([str(root)]),
+        p = maybe_profile(ctx, "ingest-cali", "ingest",
+                          lambda: perflake.Lake(lakes / "profile-lake").ingest([str(root)]),
                           prepare=lambda: shutil.rmtree(lakes / "profile-lake", ignore_errors=True))
         lines.append(f"Target not met: cProfile of one in-process ingest ({p['wall_s']:.1f} s under the profiler) in "
                      f"`{p['file']}`; {C.profile_summary(p)}.")
@@ -734,6 +742,7 @@ def lake_stamp(files) -> dict:
 def bench_groupby(ctx: Ctx):
     import numpy as np
     import pandas as pd
+
     import perflake
 
     a, n, sub = ctx.a, ctx.size["cali"], ctx.size["cali_sub"]
@@ -785,15 +794,17 @@ def bench_groupby(ctx: Ctx):
                               f"`machine_build` (a distinct value per run) from the Adiak globals; perflake lake "
                               f"`{C.rel(lake_dir)}` ingested beforehand in {ingest_s:.2f} s (not timed)",
                    [f"- timing: 1-minute load average below {a.max_load:.1f} before every timed call (polled every "
-                    f"{a.poll:g} s, at most {a.max_wait:g} s); perflake best / median of {a.fast_reps} calls, each with a "
-                    "new `Lake(root)` (catalog read included); Thicket: one call each, on a Thicket loaded once "
+                    f"{a.poll:g} s, at most {a.max_wait:g} s); perflake best / median of {a.fast_reps} calls, each "
+                    "with a new `Lake(root)` (catalog read included); Thicket: one call each, on a Thicket loaded once "
                     "(load not included)"])
     if th:
         i = th["info"]
         lines.insert(-1, f"- Thicket load `Thicket.from_caliperreader(files)` of the same {sub:,} files: "
-                         f"{C.fmt_s(i['load_s'])} ({cpu_note(i, 'load_s', 'load_cpu_s', 'loadavg_after_load')}; peak RSS at the end of the load {C.mib(i['rss_after_load_kib'])}), "
-                         "excluded from the figures below")
-    lines += ["| operation | perflake best / median | reference (thicket) | ratio (reference / perflake best) | target |",
+                         f"{C.fmt_s(i['load_s'])} ({cpu_note(i, 'load_s', 'load_cpu_s', 'loadavg_after_load')}; peak "
+                         f"RSS at the end of the load {C.mib(i['rss_after_load_kib'])}), excluded from the figures "
+                         "below")
+    lines += ["| operation | perflake best / median | reference (thicket) | ratio (reference / perflake best) | target "
+              "|",
               "|---|---|---|---|---|"]
     ok = True
     failed_keys = []
@@ -809,9 +820,11 @@ def bench_groupby(ctx: Ctx):
         call = (f"`Lake(root).ensemble(group_by=[\"meta:{key}\"], metric=\"{SPOT_METRIC}\", "
                 f"stats=(\"count\", \"mean\", \"std\"))` ({groups:,} groups)")
         if g:
-            lines.append(f"| {call} vs thicket `tk.groupby(\"{key}\")` ({g['groups']:,} sub-thickets) | {best_med(r['times'])} | "
-                         f"{C.fmt_s(g['groupby_s'])} ({cpu_note(g, 'groupby_s', 'groupby_cpu_s', 'loadavg_after')}) | **{g['groupby_s'] / best:,.1f}x** | < {TARGET_GROUPBY_S:g} s: "
-                         f"{verdict(met)} (issue: Thicket 43 s, quadratic) |")
+            lines.append(f"| {call} vs thicket `tk.groupby(\"{key}\")` ({g['groups']:,} sub-thickets) | "
+                         f"{best_med(r['times'])} | {C.fmt_s(g['groupby_s'])} "
+                         f"({cpu_note(g, 'groupby_s', 'groupby_cpu_s', 'loadavg_after')}) | "
+                         f"**{g['groupby_s'] / best:,.1f}x** | < {TARGET_GROUPBY_S:g} s: {verdict(met)} (issue: "
+                         "Thicket 43 s, quadratic) |")
             lines.append(f"| same perflake call vs thicket `tk.groupby(\"{key}\")` + `thicket.stats.mean`/`std` on "
                          f"every sub-thicket (the numbers perflake returns) | {best_med(r['times'])} | "
                          f"{C.fmt_s(g['groupby_s'] + g['stats_s'])} ({C.fmt_s(g['stats_s'])} for the stats) | "
@@ -869,6 +882,7 @@ HAND_QUERIES = {
 
 def bench_ensemble(ctx: Ctx):
     import duckdb
+
     import perflake
 
     a, n = ctx.a, ctx.size["cali"]
@@ -909,9 +923,10 @@ def bench_ensemble(ctx: Ctx):
             con.close()
 
     from perflake.analytics import ensemble as ens
+    from perflake.analytics import selection
 
     stats_lake = perflake.Lake(lake_dir)  # like the hand queries: the catalog is read outside the timer
-    stats_rows = ens.with_metric(ens.select(stats_lake), SPOT_METRIC)
+    stats_rows = selection.with_metric(selection.select(stats_lake), SPOT_METRIC)
 
     def stats_call():  # perflake's statistics query alone: node ids, no names or paths, no catalog read
         return ens.group_stats(stats_lake, stats_rows, SPOT_METRIC, stats=("mean", "std"))
@@ -943,8 +958,8 @@ def bench_ensemble(ctx: Ctx):
     lines = header(ctx, name, f"the lake of ingest-cali-{n} (`{C.rel(lake_dir)}`, {note}): {n_runs:,} runs, "
                               f"{int(metric_rows):,} metric rows in {len(pfiles)} metrics Parquet file(s); metric "
                               f"`{SPOT_METRIC}`",
-                   [f"- timing: best / median of {a.fast_reps} calls each, interleaved (perflake, then each hand query, "
-                    f"per round); 1-minute load average below {a.max_load:.1f} before every call (polled every "
+                   [f"- timing: best / median of {a.fast_reps} calls each, interleaved (perflake, then each hand "
+                    f"query, per round); 1-minute load average below {a.max_load:.1f} before every call (polled every "
                     f"{a.poll:g} s, at most {a.max_wait:g} s); perflake opens a new `Lake(root)` per call (catalog "
                     "read, node names and paths included); the hand queries get the Parquet file list (from the "
                     "catalog) outside the timer, open a new DuckDB connection per call and return a pandas DataFrame"])
@@ -994,7 +1009,8 @@ def bench_ingest_runs(ctx: Ctx):
     n_files, nbytes = C.tree_bytes(files)
     lakes = ctx.lakes("ingest-runs")
     cli = perflake_cli(ctx, root, lakes / "cli", runs, "perflake CLI cold ingest")
-    t, t_loads = perflake_ingest_reps(ctx, [root], lakes / "inprocess", runs, a.reps, f"perflake in-process ingest of {runs} runs")
+    t, t_loads = perflake_ingest_reps(ctx, [root], lakes / "inprocess", runs, a.reps, "perflake in-process ingest of "
+                                                                                      f"{runs} runs")
     t_small, small_loads = perflake_ingest_reps(ctx, files[:small], lakes / f"inprocess-{small}", small, a.reps,
                                                 f"perflake in-process ingest of {small} runs")
     lake_bytes = C.tree_bytes([lakes / "inprocess"])[1]
@@ -1015,15 +1031,17 @@ def bench_ingest_runs(ctx: Ctx):
                     ref = pd.DataFrame({"run": z["run"], "path": z["path"].astype(object), "rank": z["rank"],
                                         "time": z["time"], "time (inc)": z["inc"]})
                 ref = ref.groupby(["run", "path", "rank"], as_index=False)[["time", "time (inc)"]].sum(min_count=1)
-                checks[k] = compare_tables(pl, ref, ["run", "path", "rank"], ["time", "time (inc)"], rtol=1e-12, atol=1e-9)
+                checks[k] = compare_tables(pl, ref, ["run", "path", "rank"], ["time", "time (inc)"], rtol=1e-12,
+                                           atol=1e-9)
                 checks[k]["nan_rows"] = i["rows_without_value"]
                 C.log(f"correctness vs thicket {k}: {'OK' if checks[k]['ok'] else 'MISMATCH'}")
     best = min(t)
     gen_note = (f"; generated in this run in {gen['wall_s']:.1f} s (peak RSS {C.mib(gen['rss_kib'])})" if gen
                 else "; reused (stamped)")
-    lines = header(ctx, name, f"`perflake.generators.WRITERS[\"caliper\"](out, nodes={nodes}, ranks={ranks}, runs={runs}, "
-                              f"seed={SEED})` (Caliper json-split; run k > 0 a perturbed tree) -> `{C.rel(root)}` "
-                              f"({n_files} files, {C.fmt_bytes(nbytes)}){gen_note}; page cache warm for every reader",
+    lines = header(ctx, name, f"`perflake.generators.WRITERS[\"caliper\"](out, nodes={nodes}, ranks={ranks}, "
+                              f"runs={runs}, seed={SEED})` (Caliper json-split; run k > 0 a perturbed tree) -> "
+                              f"`{C.rel(root)}` ({n_files} files, {C.fmt_bytes(nbytes)}){gen_note}; page cache warm "
+                              "for every reader",
                    [f"- timing: 1-minute load average below {a.max_load:.1f} before every timed call (polled every "
                     f"{a.poll:g} s, at most {a.max_wait:g} s); perflake best / median of {a.reps}; Thicket once per "
                     f"size, stopped after {THICKET_RUNS_LIMIT_S:g} s"])
@@ -1032,13 +1050,15 @@ def bench_ingest_runs(ctx: Ctx):
               f"| ingest of {runs} runs, in-process `Lake(fresh).ingest([DIR])` | {best_med(t)} | "
               + thicket_cell(probes.get(big), big) + f" | {ratio_cell(probes.get(big), best)} | "
               f"< {TARGET_INGEST_RUNS_S:g} s: {verdict(best < TARGET_INGEST_RUNS_S)} |",
-              f"| ingest of {runs} runs, CLI cold `perflake ingest DIR --lake L --quiet` (incl. interpreter start-up) | "
-              f"{C.fmt_s(cli['wall_s'])} (1 run; peak RSS {C.mib(cli['rss_kib'])}) | {thicket_cell(probes.get(big), big)} | "
-              f"{ratio_cell(probes.get(big), cli['wall_s'])} | < {TARGET_INGEST_RUNS_S:g} s: "
-              f"{verdict(cli['wall_s'] < TARGET_INGEST_RUNS_S)} |",
-              f"| ingest of the first {small} runs, in-process | {best_med(t_small)} | {thicket_cell(probes.get(small), small)} | "
-              f"{ratio_cell(probes.get(small), min(t_small))} | (issue: Thicket 40 s for 10 runs) |",
-              f"| input bytes / lake bytes | {C.fmt_bytes(nbytes)} / {C.fmt_bytes(lake_bytes)} ({nbytes / lake_bytes:,.1f}x) | | | |",
+              f"| ingest of {runs} runs, CLI cold `perflake ingest DIR --lake L --quiet` (incl. interpreter start-up) "
+              f"| {C.fmt_s(cli['wall_s'])} (1 run; peak RSS {C.mib(cli['rss_kib'])}) | "
+              f"{thicket_cell(probes.get(big), big)} | {ratio_cell(probes.get(big), cli['wall_s'])} | < "
+              f"{TARGET_INGEST_RUNS_S:g} s: {verdict(cli['wall_s'] < TARGET_INGEST_RUNS_S)} |",
+              f"| ingest of the first {small} runs, in-process | {best_med(t_small)} | "
+              f"{thicket_cell(probes.get(small), small)} | {ratio_cell(probes.get(small), min(t_small))} | (issue: "
+              "Thicket 40 s for 10 runs) |",
+              f"| input bytes / lake bytes | {C.fmt_bytes(nbytes)} / {C.fmt_bytes(lake_bytes)} "
+              f"({nbytes / lake_bytes:,.1f}x) | | | |",
               "", "| correctness vs thicket | result |", "|---|---|"]
     for k in (small, big):
         c = checks.get(k)
@@ -1053,7 +1073,7 @@ def bench_ingest_runs(ctx: Ctx):
     lines.append("")
     if probes:
         d = probes[small]["info"]["default_call"]
-        lines.append(f"`Thicket.from_caliper(files)` on these files: "
+        lines.append("`Thicket.from_caliper(files)` on these files: "
                      + (f"works ({d['s']:.2f} s)" if d["ok"] else f"fails after {d['s']:.2f} s with `{d['error']}` "
                         "(json-split without a `Node order` column, formats.md 3.4; `Thicket.from_caliper` has no "
                         "`node_ordering` argument)")
@@ -1061,15 +1081,17 @@ def bench_ingest_runs(ctx: Ctx):
                        "files, None, node_ordering=False)`, the body of `from_caliper` with `node_ordering=False`.")
         lines.append("Thicket ran as " + "; ".join(f"({k}) `{p['cmd']}` (process wall {p['wall_s']:.1f} s, peak RSS "
                                                    f"{C.mib(p['rss_kib'])})" for k, p in probes.items()) + ".")
-    lines.append(f"1-minute load before each timed call: CLI {C.load_note(cli['load'])}; in-process {loads_str(t_loads)}; "
-                 f"{small} runs {loads_str(small_loads)}"
+    lines.append(f"1-minute load before each timed call: CLI {C.load_note(cli['load'])}; in-process "
+                 f"{loads_str(t_loads)}; {small} runs {loads_str(small_loads)}"
                  + "".join(f"; thicket {k} {C.load_note(p['start_load'])}" for k, p in probes.items()) + ".")
     lines.append(f"perflake CLI ran as `{cli['cmd']}` (peak RSS via {cli['rss_source']}); in-process repetitions: "
-                 + ", ".join(f"{x:.3f}" for x in t) + f" s; {small} runs: " + ", ".join(f"{x:.3f}" for x in t_small) + " s.")
+                 + ", ".join(f"{x:.3f}" for x in t) + f" s; {small} runs: " + ", ".join(f"{x:.3f}" for x in t_small)
+                 + " s.")
     if (best >= TARGET_INGEST_RUNS_S or cli["wall_s"] >= TARGET_INGEST_RUNS_S) and not a.skip_profile:
         import perflake
 
-        p = maybe_profile(ctx, "ingest-runs", "ingest", lambda: perflake.Lake(lakes / "profile-lake").ingest([str(root)]),
+        p = maybe_profile(ctx, "ingest-runs", "ingest",
+                          lambda: perflake.Lake(lakes / "profile-lake").ingest([str(root)]),
                           prepare=lambda: shutil.rmtree(lakes / "profile-lake", ignore_errors=True))
         lines.append(f"Target not met: cProfile of one in-process ingest ({p['wall_s']:.1f} s under the profiler) in "
                      f"`{p['file']}`; {C.profile_summary(p)}.")
@@ -1082,7 +1104,8 @@ def thicket_cell(p: dict | None, k: int) -> str:
     i = p["info"]
     if i["timed_out"]:
         return (f"{k} runs: **did not finish in {THICKET_RUNS_LIMIT_S:g} s** (stopped; "
-                f"{cpu_note(i, 'stopped_after_s', 'cpu_at_stop_s', 'loadavg_at_stop')}; peak RSS {C.mib(i['rss_at_stop_kib'])})")
+                f"{cpu_note(i, 'stopped_after_s', 'cpu_at_stop_s', 'loadavg_at_stop')}; peak RSS "
+                f"{C.mib(i['rss_at_stop_kib'])})")
     return (f"{k} runs: {C.fmt_s(i['load_s'])} ({cpu_note(i, 'load_s', 'load_cpu_s', 'loadavg_after_load')}; peak RSS "
             f"at the end of the load {C.mib(i['rss_after_load_kib'])})")
 
@@ -1136,7 +1159,8 @@ def bench_imbalance(ctx: Ctx):
         hi = h["info"]
         C.log(f"hatchet: load {hi['load_s']:.1f} s; recipe " + ", ".join(f"{r['s']:.2f} s" for r in hi["recipe"]))
         t = pq.read_table(out).to_pandas()
-        pl = pd.DataFrame({"path": t["path"].astype(object), "imbalance": t["imbalance"], "mean": t["mean"], "max": t["max"]})
+        pl = pd.DataFrame({"path": t["path"].astype(object), "imbalance": t["imbalance"], "mean": t["mean"],
+                           "max": t["max"]})
         with np.load(dump) as z:
             ref = pd.DataFrame({"path": z["path"].astype(object), "imbalance": z["imbalance"], "mean": z["mean"],
                                 "max": z["max"]})
@@ -1155,7 +1179,7 @@ def bench_imbalance(ctx: Ctx):
     recipe = ("`gf2 = gf.copy(); gf3 = gf.copy(); gf2.drop_index_levels(function=np.mean); "
               "gf3.drop_index_levels(function=np.max); gf2.dataframe[\"imbalance\"] = "
               "gf3.dataframe[\"time\"].div(gf2.dataframe[\"time\"])`")
-    pl_call = f"`Lake(root).imbalance([run], metric=\"time\")`"
+    pl_call = "`Lake(root).imbalance([run], metric=\"time\")`"
     if h:
         hi = h["info"]
         ht = [r["s"] for r in hi["recipe"]]
@@ -1164,8 +1188,8 @@ def bench_imbalance(ctx: Ctx):
         peak_phase = max(r["rss_peak_kib"] for r in hi["recipe"])
         lines += [f"| imbalance (max/mean per call path over ranks): perflake {pl_call} vs Hatchet's recipe {recipe} | "
                   f"{best_med(pi['times'])} | {best_med(ht)} (load `GraphFrame.from_caliper(run, node_ordering=False)` "
-                  f"{C.fmt_s(hi['load_s'])}, CPU {C.fmt_s(hi['load_cpu_s'])}, not included) | **{speed:,.1f}x** | >= {TARGET_IMB_SPEEDUP:g}x: "
-                  f"{verdict(speed >= TARGET_IMB_SPEEDUP)} |",
+                  f"{C.fmt_s(hi['load_s'])}, CPU {C.fmt_s(hi['load_cpu_s'])}, not included) | **{speed:,.1f}x** | >= "
+                  f"{TARGET_IMB_SPEEDUP:g}x: {verdict(speed >= TARGET_IMB_SPEEDUP)} |",
                   f"| peak memory: perflake whole fresh process (interpreter, imports, catalog, {a.reps} calls; "
                   f"/usr/bin/time) vs Hatchet's recipe alone (growth of VmHWM over the RSS right before the recipe, "
                   f"the loaded frame not counted) | {C.mib(pw['rss_kib'])} | {C.mib(growth)} | "
@@ -1190,13 +1214,15 @@ def bench_imbalance(ctx: Ctx):
     if h:
         hi = h["info"]
         lines.append("Hatchet recipe runs: " + "; ".join(
-            f"{r['s']:.2f} s (CPU {r['cpu_s']:.2f} s), RSS {C.mib(r['rss_before_kib'])} -> peak {C.mib(r['rss_peak_kib'])} "
-            f"(1-min load before {C.load_note(r['load'])}, after {r['loadavg_after'][0]:.2f})" for r in hi["recipe"])
+            f"{r['s']:.2f} s (CPU {r['cpu_s']:.2f} s), RSS {C.mib(r['rss_before_kib'])} -> peak "
+            f"{C.mib(r['rss_peak_kib'])} (1-min load before {C.load_note(r['load'])}, after "
+            f"{r['loadavg_after'][0]:.2f})" for r in hi["recipe"])
             + f". Hatchet ran as `{h['cmd']}` (process wall {h['wall_s']:.1f} s incl. `import hatchet` "
             f"{hi['import_hatchet_s']:.2f} s and the load; {hi['rows']:,} dataframe rows, index {hi['index']}).")
     lines.append("perflake repetitions: " + ", ".join(f"{x:.3f} s (CPU {c:.3f} s, all threads)"
                                                   for x, c in zip(pi["times"], pi.get("cpus", [float("nan")] * 9)))
-                 + f"; 1-minute load before each: {loads_str(pi['loads'])} (worker start {C.load_note(w0)}). perflake's "
+                 + f"; 1-minute load before each: {loads_str(pi['loads'])} (worker start {C.load_note(w0)}). "
+                   "perflake's "
                  "DuckDB query runs on both cores, Hatchet's recipe on one: a 1-minute load just below 1.0 (another "
                  "busy process) slows perflake's side more than Hatchet's.")
     if h and not a.skip_profile and (min(r["s"] for r in h["info"]["recipe"]) / best < TARGET_IMB_SPEEDUP):

@@ -129,6 +129,7 @@ def perflake_ingest(run: pathlib.Path, reps: int, lake: pathlib.Path, max_load: 
 def lake_summary(lake: pathlib.Path):
     """Per call path below ``main thread`` (entry name first): the summary columns of the lake (rank -1)."""
     import pandas as pd
+
     import perflake
 
     lk = perflake.Lake(lake)

@@ -45,8 +45,19 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from common import (BENCH, GNU_TIME, PERFLAKE_CLI, PROJECT_PY, REPO, RESULTS, WORK,  # noqa: E402,F401  (re-exported)
-                    cpu_and_memory, git_state, run_measured, update_results)
+from common import (  # noqa: E402,F401  (re-exported)
+    BENCH,
+    GNU_TIME,
+    PERFLAKE_CLI,
+    PROJECT_PY,
+    REPO,
+    RESULTS,
+    WORK,
+    cpu_and_memory,
+    git_state,
+    run_measured,
+    update_results,
+)
 from common import BENCH_PY as HATCHET_PY  # noqa: E402
 
 HATCHET_PROBE = BENCH / "hatchet_probe.py"
@@ -146,6 +157,7 @@ def time_cli(run_dir: pathlib.Path, lakes: pathlib.Path) -> tuple[dict, pathlib.
 def lake_check_table(lake_dir: pathlib.Path):
     """Per (call path key, rank) sums of time / time (inc) from the lake's SQL views (one run)."""
     import pandas as pd
+
     import perflake
 
     lake = perflake.Lake(lake_dir)
@@ -213,7 +225,8 @@ def compare(lake_tab, hatchet_npz: pathlib.Path, roots: set[str]) -> dict:
     root_cmp = pd.concat([root_pl.rename("pl"), root_ht.rename("ht")], axis=1)
     root_bad = int((root_cmp.isna().any(axis=1) | ~close(root_cmp["pl"].fillna(-1), root_cmp["ht"].fillna(-2))).sum())
     ok = (only_pl == 0 and only_ht == 0 and bad_time == 0 and bad_inc == 0 and root_bad == 0
-          and np.isclose(tot["time_pl"], tot["time_ht"], rtol=1e-12) and np.isclose(tot["inc_pl"], tot["inc_ht"], rtol=1e-12))
+          and np.isclose(tot["time_pl"], tot["time_ht"], rtol=1e-12)
+          and np.isclose(tot["inc_pl"], tot["inc_ht"], rtol=1e-12))
     return {"ok": bool(ok), "pairs_pl": len(lake_tab), "pairs_ht": len(h), "only_pl": only_pl, "only_ht": only_ht,
             "bad_time": bad_time, "bad_inc": bad_inc, "ranks_checked": len(root_cmp), "root_bad": root_bad,
             "n_paths": int(lake_tab["path"].nunique()), **tot}

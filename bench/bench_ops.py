@@ -38,17 +38,19 @@ same data:
    target perflake >= 100x faster (issue: Hatchet ~70 s at 1000 x 256);
 2. filter + squash with a threshold T on ``time`` chosen to keep about half the rows (T = the median of
    ``time`` over all rows rounded down to 4 significant digits, and to a whole number when it is >= 1000, i.e.
-   the floor of the median for the TAU runs, whose medians are in the thousands): perflake ``gf.filter(lambda df: df["time"] > T)`` (squash=True by default) vs
+   the floor of the median for the TAU runs, whose medians are in the thousands): perflake
+   ``gf.filter(lambda df: df["time"] > T)`` (squash=True by default) vs
    Hatchet ``gf.filter(lambda x: x["time"] > T, squash=True)`` (its row-wise callable, run by its default
    ``mp.cpu_count()`` worker processes); target >= 20x (issue: ~5.4 s);
 3. a call-path query in the object dialect ``[".", ("*", {"time (inc)": "> X"}), {"name": "MPI_.*"}]`` and the
    same query in the string dialect ``MATCH (".")->("*", b)->(".", c) WHERE b."time (inc)" > X AND c."name"
    =~ "MPI_.*"`` (X = the median over nodes of the per-node maximum ``time (inc)``, rounded down the same way,
-   so that about half the nodes pass ``b`` in ``multi_index_mode="any"``): perflake ``perflake.query.match_node_ids(gf, q,
-   multi_index_mode="any")`` vs Hatchet ``gf.filter(q, squash=False, multi_index_mode="any")`` (target >= 20x;
-   issue: ~7.7 s).  Also timed, as like-for-like pairs: perflake ``gf.filter(q, squash=False,
-   multi_index_mode="any")`` (the same call as Hatchet's) and Hatchet ``gf.query_engine.apply(query, gf.graph,
-   gf.dataframe)`` (matched nodes only, what match_node_ids returns).
+   so that about half the nodes pass ``b`` in ``multi_index_mode="any"``): perflake
+   ``perflake.query.match_node_ids(gf, q, multi_index_mode="any")`` vs Hatchet
+   ``gf.filter(q, squash=False, multi_index_mode="any")`` (target >= 20x; issue: ~7.7 s).  Also timed, as
+   like-for-like pairs: perflake ``gf.filter(q, squash=False, multi_index_mode="any")`` (the same call as
+   Hatchet's) and Hatchet ``gf.query_engine.apply(query, gf.graph, gf.dataframe)`` (matched nodes only, what
+   match_node_ids returns).
 
 Timing: before every timed call (each perflake repetition, each Hatchet call) the script waits until the
 1-minute load average is below 0.7 (``--max-load``), polling every 10 s for at most 10 minutes, then measures
@@ -86,8 +88,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_ingest_tau as common  # noqa: E402  (dataset, subprocess RSS, machine facts, RESULTS.md)
-from bench_ingest_tau import (BENCH, HATCHET_PY, RESULTS, WORK, fmt_s, log, rel, run_measured,  # noqa: E402
-                              update_results)
+from bench_ingest_tau import BENCH, HATCHET_PY, RESULTS, WORK, fmt_s, log, rel, run_measured, update_results  # noqa: E402
 from bench_readers import ensure_generated  # noqa: E402  (the Caliper json-split dataset, shared and stamped)
 
 HATCHET_OPS_PROBE = BENCH / "hatchet_ops_probe.py"
@@ -177,6 +178,7 @@ def rows_by_path(gf, columns: list[str]):
     per call path, not per row: 10,240,000 rows at 10000 x 1024)."""
     import numpy as np
     import pandas as pd
+
     from perflake.frame.tables import locations, node_ids
 
     df = gf.dataframe
@@ -214,6 +216,7 @@ def best_of(a, label: str, fn, prepare=None):
 def perflake_side(a, run_dir: pathlib.Path) -> tuple[dict, dict]:
     """Timings and the results the check needs."""
     import numpy as np
+
     import perflake
     from perflake import query
 
@@ -412,7 +415,8 @@ def check(out: dict, npz: pathlib.Path, info: dict) -> dict:
             if f"{key}_{kind}_pidx" in h:
                 sets[kind] = set(paths[h[f"{key}_{kind}_pidx"]].tolist())
         q = {"n_pl": len(pl_ids), "n_pl_filter": len(pl_f), **{f"n_ht_{k}": len(v) for k, v in sets.items()},
-             "only_pl": sorted(pl_ids - sets.get("filter", pl_ids)), "only_ht": sorted(sets.get("filter", pl_ids) - pl_ids),
+             "only_pl": sorted(pl_ids - sets.get("filter", pl_ids)),
+             "only_ht": sorted(sets.get("filter", pl_ids) - pl_ids),
              "engine_eq": sets.get("engine") == sets.get("filter") if sets else None, "pl_filter_eq": pl_f == pl_ids,
              "mpi_matched": sum(1 for p in pl_ids if p.split(SEP)[-1].startswith("MPI_"))}
         q["ok"] = (None if "filter" not in sets else

@@ -54,9 +54,25 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_ingest_tau as common  # noqa: E402  (shared helpers: subprocess RSS, machine facts, RESULTS.md)
+from bench_ingest_tau import (  # noqa: E402
+    BENCH,
+    GNU_TIME,
+    HATCHET_PROBE,
+    HATCHET_PY,
+    PERFLAKE_CLI,
+    PROJECT_PY,
+    REPO,
+    RESULTS,
+    WORK,
+    fmt_bytes,
+    fmt_s,
+    log,
+    rel,
+    run_measured,
+    tree_bytes,
+    update_results,
+)
 from common import release_memory  # noqa: E402
-from bench_ingest_tau import (BENCH, GNU_TIME, HATCHET_PROBE, HATCHET_PY, PERFLAKE_CLI, PROJECT_PY, REPO,  # noqa: E402
-                              RESULTS, WORK, fmt_bytes, fmt_s, log, rel, run_measured, tree_bytes, update_results)
 
 SEED = 1
 CALI_JSON, CALI_JSON_QUICK, CALI_JSON_SCALE = (1000, 256), (200, 64), (10000, 1024)
@@ -139,7 +155,8 @@ def ensure_generated(fmt: str, nodes: int, ranks: int, *, guarded: bool) -> tupl
     if g["rc"] != 0 or not run.exists():
         raise RuntimeError(f"generation failed (rc {g['rc']}): {g['stderr'][-2000:]}")
     stamp.write_text(json.dumps(params))
-    (out / ".generation.json").write_text(json.dumps({"date": dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+    (out / ".generation.json").write_text(json.dumps({"date": dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M "
+                                                                                                      "%Z"),
                                                       "wall_s": g["wall_s"], "rss_kib": g["rss_kib"]}))
     log(f"generated in {g['wall_s']:.1f} s, peak RSS {g['rss_kib'] / 1024:,.0f} MiB")
     return run, g
@@ -215,6 +232,7 @@ def lake_table(lake_dir: pathlib.Path, metrics, run_index: dict, path_id: dict):
     per (input, call path) with its frame type and parent path id (for the B.2 expectation)."""
     import numpy as np
     import pandas as pd
+
     import perflake
 
     con = perflake.Lake(lake_dir).connect()
@@ -372,7 +390,8 @@ def probe(reader: str, inputs: list[pathlib.Path], dump: pathlib.Path | None, me
     res["info"] = json.loads(next(ln for ln in lines if ln.startswith("RESULT "))[len("RESULT "):])
     res["load_s"] = res["info"]["load_s"]
     log(f"{reader}: {res['load_s']:.2f} s (process wall {res['wall_s']:.1f} s), peak RSS "
-        f"{res['rss_kib'] / 1024:,.0f} MiB (at the end of the load {res['info']['rss_after_load_kib'] / 1024:,.0f} MiB)")
+        f"{res['rss_kib'] / 1024:,.0f} MiB (at the end of the load {res['info']['rss_after_load_kib'] / 1024:,.0f} "
+        "MiB)")
     return res
 
 
@@ -443,7 +462,8 @@ def check_row(c: dict | None, what: str, note: str = "") -> str:
 
 
 # -- benchmarks -------------------------------------------------------------------------------------------
-def single_run_bench(a, r: dict, fmt: str, nodes: int, ranks: int, *, scale: bool = False) -> tuple[str, str, bool | None]:
+def single_run_bench(a, r: dict, fmt: str, nodes: int, ranks: int, *,
+                     scale: bool = False) -> tuple[str, str, bool | None]:
     """caliper-json or hpctoolkit: one generated run, perflake vs the Hatchet reader."""
     name = f"ingest-{fmt}-{nodes}x{ranks}"
     writer = {"caliper-json": "write_caliper_json_runs", "hpctoolkit": "write_hpctoolkit_runs"}[fmt]
@@ -517,8 +537,8 @@ def single_run_bench(a, r: dict, fmt: str, nodes: int, ranks: int, *, scale: boo
     elif h and reader == "caliper":
         lines.append("The time above is `from_caliper(run, node_ordering=False)` called directly: the default call "
                      "fails with `KeyError: \"['Node order'] not found in axis\"` on these files (shown at 1000 x 256 "
-                     "in its section), only after parsing the whole file (it failed after 106.8 s at 10000 x 1024 in the first full run of "
-                     "this script, 2026-11-22, before its retry took 115.7 s).")
+                     "in its section), only after parsing the whole file (it failed after 106.8 s at 10000 x 1024 in "
+                     "the first full run of this script, 2026-11-22, before its retry took 115.7 s).")
     if fmt == "hpctoolkit" and c:
         lines.append("Hatchet's `time` of a procedure frame or loop keeps the exclusive time of statements nested "
                      "in loops below it (it subtracts a statement from its direct parent only, formats.md 1.7 / B.2), "

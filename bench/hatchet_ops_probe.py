@@ -9,7 +9,8 @@
 Loads the run once (timed for the record, not a target) -- ``--format tau`` (default):
 ``hatchet.GraphFrame.from_tau(RUN)`` on a TAU run directory; ``--format caliper``:
 ``hatchet.GraphFrame.from_caliper(RUN, node_ordering=False)`` on a Caliper json-split file (the default
-``node_ordering=True`` raises KeyError on files without a ``Node order`` column) -- then times each operation once, in this order, each after waiting until the 1-minute load average is below
+``node_ordering=True`` raises KeyError on files without a ``Node order`` column) -- then times each operation
+once, in this order, each after waiting until the 1-minute load average is below
 ``--max-load`` (polled every ``--poll`` s, at most ``--max-wait`` s, then measured anyway):
 
 ==============  ==================================================================================================

@@ -52,7 +52,8 @@ class Catalog:
         elif create:
             self._create(marker)
         else:
-            raise LakeError(f"{self.url}: not a perflake lake (create one with: perflake ingest PATH --lake {self.url})")
+            raise LakeError(f"{self.url}: not a perflake lake (create one with: perflake ingest PATH --lake "
+                            f"{self.url})")
 
     def _create(self, marker: str) -> None:
         try:
@@ -213,7 +214,8 @@ class Catalog:
                 continue
             for info in self.fs.ls(f"{self.root}/{table}", detail=True):
                 name = info["name"].rsplit("/", 1)[-1]
-                batch = name[len("part-"):-len(".parquet")] if name.startswith("part-") and name.endswith(".parquet") else None
+                is_part = name.startswith("part-") and name.endswith(".parquet")
+                batch = name[len("part-"):-len(".parquet")] if is_part else None
                 if batch in committed or table == INGEST_LOG and batch is not None:  # every log file is complete
                     continue
                 mtime = info.get("mtime") or info.get("created") or 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 
 from perflake._version import __version__
+
 # Eager, and light (perflake.read imports its GraphFrame and SQL path when called): the function `read` must
 # shadow the submodule `perflake.read` before anything imports that submodule, which would otherwise set the
 # package attribute `read` to the module.

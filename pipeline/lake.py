@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 import duckdb
 import pyarrow as pa
 
-from perflake.engine import duck, sqlfiles
 from perflake.catalogs.catalog import Catalog
 from perflake.catalogs.schema import DATA_SCHEMAS, DATA_TABLES, INGEST_LOG, INGEST_LOG_SCHEMA
-from perflake.errors import LakeError, UnknownRun, UsageError
+from perflake.engine import duck, sqlfiles
+from perflake.errors import LakeError, UsageError
 from perflake.ingest.driver import LOCK_TIMEOUT, IngestReport, ingest
 from perflake.readers.base import Metric
 
@@ -91,15 +91,14 @@ class Lake:
         reads only the lake's files and whose settings no statement can change (perflake.engine.duck.confine);
         ``own``: a database of its own, not confined (its settings are its own to change)."""
         cat = self.catalog()
-        con = duck.offline() if confined or own or not cat.local else duck.connection()
-        if not cat.local:
-            con.register_filesystem(cat.fs)
+        con = duck.for_catalog(cat, own=confined or own)
         runs = cat.runs()
         con.register("runs", runs)
         batches = runs.column("batch").to_pylist()
         for table in DATA_TABLES:
             if batches:
-                con.execute(f"set variable perflake_{table}_files = $files", {"files": cat.files(table, batches)}).fetchall()
+                con.execute(f"set variable perflake_{table}_files = $files",
+                            {"files": cat.files(table, batches)}).fetchall()
                 con.execute(sqlfiles.load(f"views/{table}")).fetchall()
             else:
                 con.register(table, DATA_SCHEMAS[table].empty_table())
@@ -135,30 +134,23 @@ class Lake:
         if not isinstance(run, str):
             raise UsageError(f"one run id (a string) is needed, not {type(run).__name__} {str(run)[:60]}: for several "
                              "runs use ensemble(), ensemble_graphframe() or compare()")
-        runs = self.catalog().runs().to_pylist()
-        hits = [r for r in runs if r["run_id"] == run] or [r for r in runs if r["run_id"].startswith(run)]
-        if len(hits) != 1:
-            if len(hits) > 1:
-                raise LakeError(f"run id prefix {run!r} is ambiguous: {', '.join(r['run_id'] for r in hits[:5])}")
-            raise UnknownRun(run)
-        return hits[0]
+        from perflake.analytics.selection import resolve_runs
+
+        return resolve_runs(self.catalog().runs(), run).to_pylist()[0]
 
     def graphframe(self, run: str) -> GraphFrame:
         """The run as a Hatchet-style GraphFrame."""
+        from perflake.analytics.selection import session
+
         row = self.resolve(run)
         cat = self.catalog()
-        con = duck.connection() if cat.local else duckdb.connect()
-        try:
-            if not cat.local:
-                con.register_filesystem(cat.fs)
-            metrics = [Metric(m["name"], m["role"], m["unit"], m.get("pair")) for m in row["metrics"]]
+        metrics = [Metric(m["name"], m["role"], m["unit"], m.get("pair")) for m in row["metrics"]]
+        with session(self) as con:
             params = {"files": cat.files("nodes", [row["batch"]]), "run_id": row["run_id"]}
             nodes = sqlfiles.relation(con, "run_nodes", **params).to_arrow_table()
             params = {"files": cat.files("metrics", [row["batch"]]), "run_id": row["run_id"],
                       "metrics": [m.name for m in metrics]}
             values = sqlfiles.relation(con, "run_metrics", **params).to_arrow_table()
-        finally:
-            con.close()
         from perflake.frame.graphframe import GraphFrame
 
         return GraphFrame.from_tables(nodes, values, metrics, json.loads(row["metadata"] or "{}"), fmt=row["format"])
@@ -174,7 +166,8 @@ class Lake:
                          scheduler=scheduler, by=by, min_share=min_share)
 
     def compare(self, a, b, *, metric: str = "time", scheduler=None) -> pd.DataFrame:
-        """Two runs (or two lists of runs) per call path, biggest regressions first (:func:`perflake.analytics.compare.compare`)."""
+        """Two runs (or two lists of runs) per call path, biggest regressions first
+        (:func:`perflake.analytics.compare.compare`)."""
         from perflake.analytics.compare import compare
 
         return compare(self, a, b, metric=metric, scheduler=scheduler)

@@ -6,7 +6,10 @@
 -- output: run_id, ancestor_id, descendant_id
 with recursive
 nodes as (
-    select distinct run_id, child_id as node_id from edges_t
+    select distinct
+        run_id,
+        child_id as node_id
+    from edges_t
 ),
 
 walk as (

@@ -9,30 +9,38 @@
 -- input: left_t, right_t(run_id, node_id, rank, thread, one DOUBLE column per metric) from
 --        perflake.frame.tables.metrics_table
 -- output: run_id, node_id, rank, thread, metric, value (long: sql/pivot_metrics.sql turns it wide)
-with left_long as (
-    unpivot (
-        select
-            node_id,
-            rank,
-            thread,
-            columns(lambda c: list_contains($metrics, c))
-        from left_t
-    )
+with sides as (
+    select
+        0 as side,
+        node_id,
+        rank,
+        thread,
+        columns(lambda c: list_contains($metrics, c))
+    from left_t
+    union all by name
+    select
+        1 as side,
+        node_id,
+        rank,
+        thread,
+        columns(lambda c: list_contains($metrics, c))
+    from right_t
+),
+
+long as (
+    unpivot sides
     on columns(lambda c: list_contains($metrics, c))
     into name metric value value
 ),
 
+left_long as (
+    select * from long
+    where side = 0
+),
+
 right_long as (
-    unpivot (
-        select
-            node_id,
-            rank,
-            thread,
-            columns(lambda c: list_contains($metrics, c))
-        from right_t
-    )
-    on columns(lambda c: list_contains($metrics, c))
-    into name metric value value
+    select * from long
+    where side = 1
 ),
 
 joined as (

@@ -11,4 +11,5 @@ with final as (
     from nodes_t
 )
 
-select * from final order by run_id, parent_id nulls first, child_id
+select * from final
+order by run_id, parent_id nulls first, child_id

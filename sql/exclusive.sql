@@ -6,7 +6,12 @@
 -- output: run_id, node_id, rank, thread, metric (an exclusive name), value DOUBLE
 with long as (
     unpivot (
-        select run_id, node_id, rank, thread, columns(lambda c: list_contains($inc, c))
+        select
+            run_id,
+            node_id,
+            rank,
+            thread,
+            columns(lambda c: list_contains($inc, c))
         from metrics_t
     )
     on columns(lambda c: list_contains($inc, c))
@@ -37,8 +42,9 @@ final as (
         (l.value - coalesce(c.value, 0))::double as value
     from long as l
     left join children as c
-        on l.run_id = c.run_id and l.node_id = c.node_id and l.rank = c.rank and l.thread = c.thread
-        and l.metric = c.metric
+        on
+            l.run_id = c.run_id and l.node_id = c.node_id and l.rank = c.rank and l.thread = c.thread
+            and l.metric = c.metric
 )
 
 select * from final

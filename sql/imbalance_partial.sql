@@ -50,7 +50,7 @@ quick as (  -- (value desc, rank asc) order among equal values
     select
         run_id,
         node_id,
-        list_sort(list_transform(list_zip(head[1:$k], quick_ranks), lambda p: {'v': -p[1], 'r': p[2]})) as pairs
+        list_sort(list_transform(list_zip(head[1:$k], quick_ranks), lambda p: { 'v': -p[1], 'r': p[2] })) as pairs
     from stats
 ),
 
@@ -111,8 +111,8 @@ final as (
         s.m2,
         s.min,
         s.max,
-        coalesce(e.top_ranks, list_transform(q.pairs, lambda p: p.r)) as top_ranks,
-        coalesce(e.top_values, list_transform(q.pairs, lambda p: -p.v)) as top_values,
+        coalesce(e.top_ranks, list_transform(q.pairs, lambda p: p['r'])) as top_ranks,
+        coalesce(e.top_values, list_transform(q.pairs, lambda p: -p['v'])) as top_values,
         l.locations
     from stats as s
     inner join quick as q on s.run_id = q.run_id and s.node_id = q.node_id

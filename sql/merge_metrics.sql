@@ -5,8 +5,10 @@
 --        disjoint metric names
 -- output: run_id, node_id, rank, thread, metrics_t's metric columns, derived_t's metric columns; sorted
 with final as (
+    -- USING, not ON: a full outer join USING gives one coalesced copy of each key column
     select * from metrics_t
-    full outer join derived_t using (run_id, node_id, rank, thread)
+    full outer join derived_t using (run_id, node_id, rank, thread)  -- noqa: ST07
 )
 
-select * from final order by run_id, node_id, rank, thread
+select * from final
+order by run_id, node_id, rank, thread

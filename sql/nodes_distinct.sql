@@ -1,7 +1,8 @@
 -- name: nodes_distinct
 -- purpose: one row per (run, call-path id): local nodes with identical call paths merge
 -- params: none
--- input: local_nodes (normalize.local_nodes: frames with node_id, parent_id, depth; call-path ids from perflake.identity)
+-- input: local_nodes (normalize.local_nodes: frames with node_id, parent_id, depth; call-path ids from
+--        perflake.identity)
 -- output: run_id, node_id, parent_id, depth, name, type, file, line, end_line, module; sorted by run, node
 with final as (
     select
@@ -19,4 +20,5 @@ with final as (
     group by run_id, node_id
 )
 
-select * from final order by run_id, node_id
+select * from final
+order by run_id, node_id

@@ -26,4 +26,5 @@ final as (
     group by run_id, node_id, rank, thread
 )
 
-select * from final order by run_id, node_id, rank, thread
+select * from final
+order by run_id, node_id, rank, thread

@@ -3,4 +3,5 @@
 -- params: none  (PIVOT cannot take parameters: the caller materialises metric_long first)
 -- input: metric_long(run_id, node_id, rank, thread, metric, value)
 -- output: run_id, node_id, rank, thread, one column per distinct metric
-pivot metric_long on metric using first(value) group by run_id, node_id, rank, thread
+pivot metric_long on metric using first(value)
+group by run_id, node_id, rank, thread

@@ -15,4 +15,5 @@ with final as (
     inner join local_nodes as n on v.run_id = n.run_id and v.local_id = n.local_id
 )
 
-select * from final order by run_id, node_id, rank, thread
+select * from final
+order by run_id, node_id, rank, thread

@@ -41,6 +41,7 @@ def compare(gf, gold: pd.DataFrame, *, skip_paths=(), rtol: float = 1e-9) -> pd.
     if not close.all():
         r, c = np.argwhere(~close)[0]
         raise AssertionError(
-            f"{(~close).sum()} values differ; first: {gold.index[r]} {metrics[c]}: ours {got.iat[r, c]} golden {want.iat[r, c]}"
+            f"{(~close).sum()} values differ; first: {gold.index[r]} {metrics[c]}: ours {got.iat[r, c]} golden "
+            f"{want.iat[r, c]}"
         )
     return ours

@@ -120,7 +120,6 @@ def main(argv: list[str]) -> None:
         report = {"tree": ANSI.sub("", gf.tree(metric_column=metric, render_header=False))}
     else:
         import thicket
-
         from thicket import utils
 
         gf = thicket.Thicket.from_json(text)

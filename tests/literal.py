@@ -127,7 +127,6 @@ def profile_rows(literal):
     metrics = [roles.get(m, Metric(m, "other")) for m in names]
     ranks = max([len(v) for _, _, node in rows for v in node.get("metrics", {}).values() if isinstance(v, list)]
                 + [1])
-    n = len(rows)
     frames = pa.table({
         "local_id": pa.array([r[0] for r in rows], pa.int32()),
         "parent_local": pa.array([r[1] for r in rows], pa.int32()),

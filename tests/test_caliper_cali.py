@@ -218,7 +218,8 @@ def test_sniff(tmp_path, shared_data):
     ("__rec=ctx,ref=999,attr=22,data=1.0\n", "line 18: the record refers to node 999, which is not defined"),
     ("__rec=node,id=50,attr=31,data=a,parent=77\n", "line 18: node 50 refers to node 77"),
     ("__rec=node,id=50,attr=31,data=a\n__rec=ctx,ref=50,attr=22=25,data=1.0\n", "line 19: 2 attr ids but 1 data"),
-    ("__rec=node,id=50,attr=31,data=a\n__rec=ctx,ref=50,attr=22,data=fast\n", "line 19: value 'fast' of sum#time.duration is not a number"),
+    ("__rec=node,id=50,attr=31,data=a\n__rec=ctx,ref=50,attr=22,data=fast\n", "line 19: value 'fast' of "
+                                                                              "sum#time.duration is not a number"),
     ("__rec=snapshot,ref=1\n", "line 18: unknown record kind __rec='snapshot'"),
     ("__rec=node,id=50,attr=31,data=a\n__rec=ctx,ref=50,attr=22,data=1.0\n__rec=ctx,ref=50,attr=2", "truncated"),
     ("", "no ctx or globals record"),

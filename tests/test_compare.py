@@ -100,7 +100,8 @@ def frame(gf) -> pd.DataFrame:
     """A GraphFrame's values keyed by (node_id, rank)."""
     df = gf.dataframe
     return pd.DataFrame({"node_id": node_ids(df), "rank": df.index.get_level_values("rank"),
-                         "time": df["time"].to_numpy(), "time (inc)": df["time (inc)"].to_numpy()}).set_index(["node_id", "rank"])
+                         "time": df["time"].to_numpy(), "time (inc)": df["time (inc)"].to_numpy()}
+                        ).set_index(["node_id", "rank"])
 
 
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])

@@ -26,7 +26,8 @@ RUNS = 16
 
 
 def _cli(src: Path, lake_dir: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "perflake.cli.app", "ingest", str(src), "--lake", str(lake_dir), "--quiet"],
+    return subprocess.Popen([sys.executable, "-m", "perflake.cli.app", "ingest", str(src), "--lake", str(lake_dir),
+                             "--quiet"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 

@@ -18,9 +18,9 @@ import sys
 import pytest
 
 import perflake
+from perflake.analytics.ensemble import default_metric, ensemble, scaling_table
 from perflake.cli import app as cli
 from perflake.frame.defaults import frame_default, is_time_like, preferred, selection_default, shown_metric
-from perflake.analytics.ensemble import default_metric, ensemble, scaling_table
 from perflake.generators import WRITERS
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, OTHER, Metric
 

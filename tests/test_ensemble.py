@@ -166,7 +166,8 @@ def test_ten_thousand_runs_is_fast(tmp_path):
         con.register("runs", runs)
         out = con.sql("select node_id, avg(v) as mean, stddev_samp(v) as std from (select run_id, node_id, "
                       "avg(time) as v from read_parquet($f) where run_id in (select run_id from runs) group by all) "
-                      "group by node_id", params={"f": lake.catalog().files("metrics", runs.column("batch").to_pylist())}).df()
+                      "group by node_id",
+                      params={"f": lake.catalog().files("metrics", runs.column("batch").to_pylist())}).df()
         con.close()
         return out
 

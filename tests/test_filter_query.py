@@ -33,11 +33,13 @@ def test_lake_query_over_runs_and_cli(tmp_path, lake):
     lake.ingest(runs)
     df = lake.query([{"name": "MPI_.*"}])
     assert set(df["run_id"]) == set(lake.runs()["run_id"]) and df["name"].str.startswith("MPI_").all()
-    one = lake.query('MATCH (".", p) WHERE p."name" STARTS WITH "MPI_"', where="n_nodes = (select max(n_nodes) from runs)")
+    one = lake.query('MATCH (".", p) WHERE p."name" STARTS WITH "MPI_"', where="n_nodes = (select max(n_nodes) from "
+                                                                               "runs)")
     assert one["run_id"].nunique() == 1
     frames = lake.query([{"name": "MPI_.*"}], graphframes=True)
     assert all(set(gf.dataframe["name"]) >= {"MPI_Init()"} for gf in frames.values())
-    proc = subprocess.run([sys.executable, "-m", "perflake.cli.app", "query", 'MATCH (".", p) WHERE p."name" = "MPI_Init()"',
+    proc = subprocess.run([sys.executable, "-m", "perflake.cli.app", "query", 'MATCH (".", p) WHERE p."name" = '
+                                                                              '"MPI_Init()"',
                            "--lake", str(tmp_path / "lake"), "--format", "json"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert {r["name"] for r in json.loads(proc.stdout)} == {"MPI_Init()"} and len(json.loads(proc.stdout)) == 2

@@ -13,16 +13,15 @@ import pandas as pd
 import pytest
 
 import perflake
-from perflake.render import flamegraph
+from literal import MOCK_GRAPH, RANKS_GRAPH, graphframe, tree
 from perflake.cli.app import main
 from perflake.errors import RenderError
-from perflake.render.folded import to_dot, to_flamegraph
-from perflake.frame.node_values import node_values
-from perflake.generators import WRITERS
 from perflake.frame.graph import Frame, Graph, Node
 from perflake.frame.graphframe import GraphFrame
-
-from literal import MOCK_GRAPH, RANKS_GRAPH, graphframe, tree
+from perflake.frame.node_values import node_values
+from perflake.generators import WRITERS
+from perflake.render import flamegraph
+from perflake.render.folded import to_dot, to_flamegraph
 
 SVG = "{http://www.w3.org/2000/svg}"
 # exclusive: main 10, solve 20, solve/mpi 40, io 5, io/mpi 25 (sum 100); children in frame order: io, solve
@@ -340,7 +339,8 @@ def test_caliper_inclusive_hash_metrics_pair_with_their_exclusive_partner(shared
 def test_scale_is_checked(tmp_path, shared_data, capsys):
     path = str(shared_data("tau-cpi-mpi"))
     for scale, out, message in (("-1", "x.folded", "--scale must be a finite number above 0, not -1"),
-                                ("nan", "x.folded", "not nan"), ("2", "x.svg", "--scale applies to .folded output only")):
+                                ("nan", "x.folded", "not nan"),
+                                ("2", "x.svg", "--scale applies to .folded output only")):
         assert main(["flamegraph", path, "-o", str(tmp_path / out), "--scale", scale]) == 2
         assert message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())

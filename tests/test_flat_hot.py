@@ -10,13 +10,12 @@ import pandas as pd
 import pytest
 
 import perflake
+from literal import MOCK_GRAPH, RANKS_GRAPH, SPECIAL_GRAPH, graphframe
 from perflake.cli.app import main
 from perflake.errors import RenderError
-from perflake.render.flat_profile import flat_profile
 from perflake.generators import WRITERS
+from perflake.render.flat_profile import flat_profile
 from perflake.render.hot_path import hot_path, hot_path_table
-
-from literal import MOCK_GRAPH, RANKS_GRAPH, SPECIAL_GRAPH, graphframe
 
 
 def names(path):

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 import golden as golden_check
+from perflake.frame.graphframe import GraphFrame
 from perflake.generators import inclusive_from_exclusive, make_metrics, make_tree, perturb
 from perflake.generators.caliper import COLUMNS, write_caliper_json_runs
-from perflake.frame.graphframe import GraphFrame
 from perflake.ingest.normalize import normalize
 from perflake.readers.base import ProfileRows
 from perflake.readers.caliper_json import Reader
@@ -77,8 +77,10 @@ def test_normalize_derives_the_inclusive_the_file_holds(ensemble):
     exclusive_only = ProfileRows(rows.format, rows.source, rows.frames, rows.values.drop_columns(["time (inc)"]),
                                  [x for x in rows.metrics if x.name != "time (inc)"], rows.metadata)
     derived, stored = normalize(exclusive_only).metrics, normalize(rows).metrics
-    assert derived.column("node_id").equals(stored.column("node_id")) and derived.column("rank").equals(stored.column("rank"))
-    np.testing.assert_allclose(derived.column("time (inc)").to_numpy(), stored.column("time (inc)").to_numpy(), rtol=1e-9)
+    assert derived.column("node_id").equals(stored.column("node_id"))
+    assert derived.column("rank").equals(stored.column("rank"))
+    np.testing.assert_allclose(derived.column("time (inc)").to_numpy(), stored.column("time (inc)").to_numpy(),
+                               rtol=1e-9)
 
 
 def test_runs_differ_a_little(ensemble):
@@ -137,8 +139,8 @@ def test_hatchet_reads_it_too(tmp_path, bench_python):
         "    paths[id(node)] = above + (node.frame['name'],)\n"
         "    todo += [(child, paths[id(node)]) for child in node.children]\n"
         "df = gf.dataframe.reset_index()\n"
-        "rows = [[paths[id(node)], int(r), t, i] for node, r, t, i in zip(df['node'], df['rank'], df['time'], df['time (inc)'])]\n"
-        "print(json.dumps({'nodes': len(gf.graph), 'rows': rows}))\n"
+        "rows = [[paths[id(node)], int(r), t, i] for node, r, t, i in zip(df['node'], df['rank'], df['time'], df['time "
+        "(inc)'])]\nprint(json.dumps({'nodes': len(gf.graph), 'rows': rows}))\n"
     )
     res = subprocess.run([str(bench_python), "-c", script, str(path)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]

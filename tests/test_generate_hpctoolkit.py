@@ -16,7 +16,6 @@ from perflake.ingest.normalize import normalize
 from perflake.readers.hpctoolkit import Reader
 
 
-
 def table(d) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows = Reader().read(d)
     return rows.frames.to_pandas(), rows.values.to_pandas()
@@ -40,7 +39,8 @@ def test_layout_and_node_count(db):
     assert all(re.fullmatch(r"1\.xhpcg-\d{6}-\d{3}-[0-9a-f]{8}-\d+-0\.metric-db", n) for n in names[:-1])
     frames, values = table(db[0])
     c = xml_counts(db[0])
-    assert c["PF"] == 301 and c["C"] == 300 and c["S"] == 300 + c["L"] and c["L"] > 0  # 300 model nodes + <program root>
+    # 300 model nodes + <program root>
+    assert c["PF"] == 301 and c["C"] == 300 and c["S"] == 300 + c["L"] and c["L"] > 0
     assert len(frames) == c["PF"] + c["L"] + c["S"]  # call sites are not nodes
     assert len(values) == len(frames) * 6
     assert sorted(set(zip(values["rank"], values["thread"]))) == [(r, t) for r in range(3) for t in range(2)]

@@ -9,8 +9,8 @@ import pytest
 import golden as golden_check
 import perflake
 from perflake.cli.app import main
-from perflake.frame.graphframe import GraphFrame
 from perflake.errors import ReaderError
+from perflake.frame.graphframe import GraphFrame
 from perflake.readers import detect
 from perflake.readers.hatchet_json import Reader
 

@@ -420,7 +420,8 @@ def test_catastrophic_pattern_re2_cannot_run_is_a_bounded_error(monkeypatch):
 
 DEEP = textwrap.dedent("""
     import json, resource, sys
-    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # address space: thread stacks and arenas count (RSS ~260 MB)
+    # address space: thread stacks and arenas count (RSS ~260 MB)
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
     from perflake.errors import PerflakeError
     from perflake.ingest.normalize import normalize
     from perflake.readers import get_reader
@@ -494,7 +495,7 @@ def _cali_grafts(dest: Path, depth: int, records: int) -> Path:
 
 
 def _cali_long_global(src: Path, dest: Path, digits: int) -> Path:
-    text = src.read_text() + f"__rec=node,id=9000,attr=8,data=evil.global,parent=3\n"
+    text = src.read_text() + "__rec=node,id=9000,attr=8,data=evil.global,parent=3\n"
     dest.write_text(text + f"__rec=globals,attr=9000,data={'1' * digits}x\n")
     return dest
 

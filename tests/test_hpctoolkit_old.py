@@ -170,7 +170,8 @@ ROOT = '<HPCToolkitExperiment version="2.0">{}</HPCToolkitExperiment>'
 LAUGHS = "".join(f'<!ENTITY {chr(98 + k)} "{("&" + chr(97 + k) + ";") * 10}">' for k in range(9))
 HOSTILE = {
     "billion-laughs": f'<!DOCTYPE HPCToolkitExperiment [<!ENTITY a "ha">{LAUGHS}]>\n' + ROOT.format("&j;"),
-    "external-entity": '<!DOCTYPE HPCToolkitExperiment [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n' + ROOT.format("&x;"),
+    "external-entity": ('<!DOCTYPE HPCToolkitExperiment [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n'
+                        + ROOT.format("&x;")),
     "parameter-entity": '<!DOCTYPE HPCToolkitExperiment [<!ENTITY % p SYSTEM "http://example.invalid/x.dtd"> %p;]>\n'
     + ROOT.format(""),
     "external-dtd": '<!DOCTYPE HPCToolkitExperiment SYSTEM "http://example.invalid/hpc.dtd">\n' + ROOT.format(""),

@@ -26,9 +26,9 @@ import pandas as pd
 import pytest
 
 from perflake.errors import ReaderError
+from perflake.frame.graphframe import GraphFrame
 from perflake.generators.hpctoolkit import write_hpctoolkit_runs
 from perflake.generators.hpctoolkit_summary import TRACE_HEADER, trace_id
-from perflake.frame.graphframe import GraphFrame
 from perflake.ingest.normalize import normalize
 from perflake.readers import detect
 from perflake.readers.hpctoolkit import Reader
@@ -367,7 +367,8 @@ def test_cli_generate_no_metric_db(tmp_path):
     assert len(list(run.glob("*.hpctrace"))) == 2 and not list(run.glob("*.metric-db")) and Reader.sniff(run)
     bad = subprocess.run([*cli, "tau", str(tmp_path / "t"), "--no-metric-db"], capture_output=True, text=True,
                          timeout=120)
-    assert bad.returncode == 2 and bad.stderr.strip() == "perflake: --no-metric-db is for the hpctoolkit format only (the old one, not --v4)"
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "perflake: --no-metric-db is for the hpctoolkit format only (the old one, not --v4)"
 
 
 def test_hatchet_divides_by_zero(tmp_path, bench_python):

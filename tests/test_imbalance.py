@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perflake import GraphFrame, Lake
+from perflake.analytics.imbalance import graphframe_imbalance, imbalance
 from perflake.engine import parallel
 from perflake.errors import LakeError, UnknownRun
 from perflake.generators import write_caliper_json_runs, write_tau_runs
-from perflake.analytics.imbalance import graphframe_imbalance, imbalance
 from perflake.readers.base import Metric
 
 STATS = ["locations", "present", "mean", "min", "max", "std", "imbalance"]
@@ -59,7 +59,8 @@ def expected(lake, metric="time", absent="exclude", ddof=1, k=3) -> pd.DataFrame
         m = full.merge(m, on=["run_id", "node_id", "rank", "thread"], how="left").fillna({metric: 0.0})
     m = m.dropna(subset=[metric])
     g = m.groupby(["run_id", "node_id"])[metric]
-    out = pd.DataFrame({"locations": g.size(), "mean": g.mean(), "min": g.min(), "max": g.max(), "std": g.std(ddof=ddof)})
+    out = pd.DataFrame({"locations": g.size(), "mean": g.mean(), "min": g.min(), "max": g.max(),
+                        "std": g.std(ddof=ddof)})
     out["imbalance"] = out["max"] / out["mean"]
     measured = lake.sql("select * from metrics where rank >= 0").dropna(subset=[metric])
     per_rank = measured.groupby(["run_id", "node_id", "rank"])[metric].max().reset_index()
@@ -163,8 +164,10 @@ def literal_frame() -> GraphFrame:
                       "depth": pa.array([0, 1, 1], pa.int32()), "name": ["root", "a", "b"], "type": ["function"] * 3})
     rows = [(1, r, 10.0 + r) for r in range(4)] + [(2, 0, 1.0), (2, 1, 2.0), (2, 2, 6.0), (2, 3, None), (3, 2, 5.0)]
     rows += [(1, -1, 1e9), (2, -1, 1e9)]
-    metrics = pa.table({"node_id": pa.array([r[0] for r in rows], pa.uint64()), "rank": pa.array([r[1] for r in rows], pa.int32()),
-                        "thread": pa.array([0] * len(rows), pa.int32()), "time": pa.array([r[2] for r in rows], pa.float64())})
+    metrics = pa.table({"node_id": pa.array([r[0] for r in rows], pa.uint64()),
+                        "rank": pa.array([r[1] for r in rows], pa.int32()),
+                        "thread": pa.array([0] * len(rows), pa.int32()),
+                        "time": pa.array([r[2] for r in rows], pa.float64())})
     return GraphFrame.from_tables(nodes, metrics, [Metric("time", "exclusive")])
 
 

@@ -14,14 +14,22 @@ import pandas as pd
 import pytest
 
 import hatchet_load
-from conftest import need_bench_python
 import literal
+from conftest import need_bench_python
 from perflake.cli.app import main
 from perflake.errors import InteropError, ReaderError
 from perflake.generators import write_tau_runs
-from perflake.interop.json_files import (from_hatchet_json, read_hatchet_json, thicket_profile, to_dict,
-                                         to_hatchet_json, to_thicket_dict, write_hatchet_json, write_thicket_json)
 from perflake.interop.hatchet import from_hatchet, to_hatchet
+from perflake.interop.json_files import (
+    from_hatchet_json,
+    read_hatchet_json,
+    thicket_profile,
+    to_dict,
+    to_hatchet_json,
+    to_thicket_dict,
+    write_hatchet_json,
+    write_thicket_json,
+)
 from perflake.read import read, read_tau
 
 TAU = "tau-cpi-mpi"

@@ -91,8 +91,7 @@ def test_old_public_import_paths_still_work():
     import perflake.interop  # relayout: keep
     from perflake.cli.app import main  # relayout: keep
     from perflake.hatchet_json import write_hatchet_json  # relayout: keep
-    from perflake.interop import from_hatchet, to_hatchet  # relayout: keep
-    from perflake.interop import hatchet, json_files  # relayout: keep
+    from perflake.interop import from_hatchet, hatchet, json_files, to_hatchet  # relayout: keep  # relayout: keep
 
     assert old is json_files and perflake.hatchet_json is json_files  # relayout: keep
     assert json_files.__spec__.name == "perflake.interop.json_files"  # relayout: keep (the hook restores the spec)

@@ -129,7 +129,8 @@ def test_one_batch_with_a_merging_group_then_a_plain_group():
     plain = profile([(0, -1, "main"), (1, 0, "a")], [(0, 0, 0, 1.0, 3.0), (1, 0, 0, 2.0, 2.0)], both)
     batch = normalize_many([("a", merging), ("b", plain)])
     name = {(r["run_id"], r["node_id"]): r["name"] for r in batch.nodes.to_pylist()}
-    rows = sorted((r["run_id"], name[r["run_id"], r["node_id"]], r["time"], r["time (inc)"]) for r in batch.metrics.to_pylist())
+    rows = sorted((r["run_id"], name[r["run_id"], r["node_id"]], r["time"], r["time (inc)"])
+                  for r in batch.metrics.to_pylist())
     assert rows == [("a", "a", 5.0, 5.0), ("a", "main", 1.0, 6.0), ("b", "a", 2.0, 2.0), ("b", "main", 1.0, 3.0)]
     assert {r["node_id"] for r in batch.nodes.to_pylist() if r["run_id"] == "a"} == \
            {r["node_id"] for r in batch.nodes.to_pylist() if r["run_id"] == "b"}  # same call paths, same ids

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from perflake import Lake
-from perflake.engine import parallel
 from perflake.analytics.compare import compare
 from perflake.analytics.ensemble import ensemble
-from perflake.generators import write_tau_runs
 from perflake.analytics.imbalance import imbalance
+from perflake.engine import parallel
+from perflake.generators import write_tau_runs
 
 
 def rows(*spec):
@@ -86,8 +86,8 @@ def test_local_cluster_gives_the_local_results(cluster, multi_lake):
                                       local.drop(columns=["top_ranks", "path"]), check_exact=True)
         assert [list(r) for r in remote["top_ranks"]] == [list(r) for r in local["top_ranks"]]
     zero = imbalance(multi_lake, absent="zero", task_rows=300, scheduler=client)
-    pd.testing.assert_frame_equal(zero.drop(columns=["top_ranks", "path"]),
-                                  imbalance(multi_lake, absent="zero", task_rows=300).drop(columns=["top_ranks", "path"]),
+    here = imbalance(multi_lake, absent="zero", task_rows=300)
+    pd.testing.assert_frame_equal(zero.drop(columns=["top_ranks", "path"]), here.drop(columns=["top_ranks", "path"]),
                                   check_exact=True)
     # ensemble and compare: per-run values on the workers, the statistics in one SQL step here
     one = ensemble(multi_lake, group_by="nprocs")
@@ -95,8 +95,9 @@ def test_local_cluster_gives_the_local_results(cluster, multi_lake):
     pd.testing.assert_frame_equal(two.drop(columns="path"), one.drop(columns="path"), check_exact=False, rtol=1e-12)
     assert (two["count"] == one["count"]).all() and (two["min"] == one["min"]).all()
     ids = sorted(multi_lake.runs()["run_id"])
-    pd.testing.assert_frame_equal(compare(multi_lake, ids[:3], ids[3:], scheduler=cl.scheduler_address).drop(columns="path"),
-                                  compare(multi_lake, ids[:3], ids[3:]).drop(columns="path"), check_exact=False, rtol=1e-12)
+    on_cluster = compare(multi_lake, ids[:3], ids[3:], scheduler=cl.scheduler_address).drop(columns="path")
+    pd.testing.assert_frame_equal(on_cluster, compare(multi_lake, ids[:3], ids[3:]).drop(columns="path"),
+                                  check_exact=False, rtol=1e-12)
     assert client.status == "running"  # a Client passed in is used, not closed
 
 

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import perflake
+from literal import MOCK_GRAPH
 from perflake import GraphFrame
 from perflake.errors import RenderError
-from perflake.frame.tables import metric_roles
 from perflake.frame.graph_ops import links
-from literal import MOCK_GRAPH
+from perflake.frame.tables import metric_roles
 
 F = "function"
 # the end of the legend of every coloured tree (llnl-hatchet 2026.2.0)
@@ -345,7 +345,8 @@ def test_arithmetic_marks_one_sided_nodes_as_hatchet():
 
 def test_right_only_nodes_and_in_place_operators():
     ga, gb = GraphFrame.from_literal(A), GraphFrame.from_literal(B)
-    # llnl-hatchet 2026.2.0 marks c ◀, d ▶, e ▶, keeps c's left value and leaves d and e NaN (perflake.analytics.compare)
+    # llnl-hatchet 2026.2.0 marks c ◀, d ▶, e ▶, keeps c's left value and leaves d and e NaN
+    # (perflake.analytics.compare)
     lines = (ga - gb).tree(render_header=False, colour=False).splitlines()
     assert lines == ["-9.000 main", "├─ -18.000 a", "│  └─ 4.000 c ◀ ", "├─ -72.000 b", "│  └─ nan d ▶ ",
                      "└─ nan e ▶ "]

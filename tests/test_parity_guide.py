@@ -7,8 +7,9 @@ dataframe, ``tree()`` and its options, ``drop_index_levels``, ``filter``, dividi
 runs the recipe as the guide writes it and checks the numbers against the goldens that llnl-hatchet 2026.2.0
 wrote for the same files (../shared/golden, tests/golden.py) or a hand computation.  The ``*_as_hatchet`` tests
 run the same recipe with Hatchet itself, in .bench-venv (it requires pandas<3), on perflake's Hatchet JSON export of
-the same frames, and compare (tests/hatchet_load.recipe; they fail under CI when that venv is missing).  Hatchet's ``tree()`` of our
-exported JSON is compared with ours through .bench-venv (tests/hatchet_load.py) when that venv exists.
+the same frames, and compare (tests/hatchet_load.recipe; they fail under CI when that venv is missing).  Hatchet's
+``tree()`` of our exported JSON is compared with ours through .bench-venv (tests/hatchet_load.py) when that venv
+exists.
 
 The guide's datasets (LULESH at 1..512 cores, Kripke) are not public; the nearest real ones are used: LULESH
 (Caliper json-split, 8 ranks) for load imbalance, HPCToolkit cpi (4 ranks) for the flat profile and the library
@@ -27,11 +28,11 @@ import pytest
 import golden as golden_check
 import hatchet_load
 from conftest import need_bench_python
-from perflake.read import read, read_caliper, read_hpctoolkit, read_tau
+from perflake.frame.graphframe import GraphFrame
 from perflake.frame.tables import node_ids
 from perflake.generators import write_tau_runs
-from perflake.frame.graphframe import GraphFrame
 from perflake.interop.json_files import read_hatchet_json, write_hatchet_json
+from perflake.read import read, read_caliper, read_hpctoolkit, read_tau
 
 TAU = "tau-cpi-mpi"
 LULESH = "caliper-lulesh-json/lulesh-annotation-profile.json"

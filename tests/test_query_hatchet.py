@@ -254,7 +254,8 @@ COMPOUND = [  # from hatchet 2026.2.0, on MOCK_GRAPH
         "foo/bar/grault", "foo/qux/quux/corge/bar/grault", "foo/qux/quux/corge/garply", "foo/qux/quux/corge/grault",
         "foo/waldo/fred/plugh", "foo/waldo/fred/xyzzy/thud/garply", "foo/waldo/garply", "waldo/bar/grault",
      ]),
-    ("str_queries", lambda: '{MATCH (".", p)->("*") WHERE p."name" = "bar"} OR {MATCH (".", p)->("*") WHERE p."name" = "qux"}',
+    ("str_queries", lambda: '{MATCH (".", p)->("*") WHERE p."name" = "bar"} OR {MATCH (".", p)->("*") WHERE p."name" = '
+                            '"qux"}',
      [
         "foo/bar", "foo/bar/baz", "foo/bar/grault", "foo/qux", "foo/qux/quux", "foo/qux/quux/corge",
         "foo/qux/quux/corge/bar", "foo/qux/quux/corge/bar/baz", "foo/qux/quux/corge/bar/grault",

@@ -7,12 +7,10 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
 import pyarrow as pa
 import pytest
 
 from perflake.catalogs.schema import SCHEMA_VERSION
-
 from perflake.ingest.normalize import normalize
 from perflake.readers import REGISTRY, detect, get_reader
 from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER
@@ -23,7 +21,8 @@ DATASETS = {
     "caliper": ["caliper-example-cali/example-profile.cali", "caliper-lulesh-cali/lulesh-annotation-profile.cali",
                 "caliper-ordered-cali-mpi/230525-151723_1930647_FSY8b8cKSEEi.cali",
                 "caliper-sw4-cuda-activity-profile-cali/caliper_cuda_activity_profile_summary_v2.cali"],
-    "caliper_json": ["caliper-cpi-json/cpi-callpath-profile.json", "caliper-lulesh-json/lulesh-annotation-profile.json"],
+    "caliper_json": ["caliper-cpi-json/cpi-callpath-profile.json",
+                     "caliper-lulesh-json/lulesh-annotation-profile.json"],
     "cprofile": ["generated:workload.pstats"],
     "gprof_dot": ["gprof2dot-cpi/callgrind.dot.64042.0.1"],
     "hatchet_json": ["json/hatchet-graph-literal.json"],

@@ -43,8 +43,11 @@ def _rows(seed: int, n_nodes: int, ranks: int, layout: str) -> ProfileRows:
     return ProfileRows(frames=frames, values=values, metrics=[], source=f"seed{seed}", format="test")
 
 
-@given(st.integers(0, 10_000), st.lists(st.tuples(st.integers(1, 40), st.integers(1, 5), st.sampled_from(["random", "rank-major", "location-major", "rank-major-gaps", "node-major"])),
-                                        min_size=1, max_size=4), st.sampled_from([1, 7, 1 << 20]))
+@given(st.integers(0, 10_000),
+       st.lists(st.tuples(st.integers(1, 40), st.integers(1, 5),
+                          st.sampled_from(["random", "rank-major", "location-major", "rank-major-gaps", "node-major"])),
+                min_size=1, max_size=4),
+       st.sampled_from([1, 7, 1 << 20]))
 @settings(max_examples=40, deadline=None)
 def test_rekey_equals_sql_rekey_metrics(seed, shapes, slice_rows):
     items = [(no * 2 + 1, _rows(seed + no, *shape)) for no, shape in enumerate(shapes)]  # run numbers with gaps

@@ -224,7 +224,8 @@ def test_min_age_leaves_runs_being_written_for_later(runs, tmp_path):
     os.utime(growing, (old, old))
     last = cli("ingest", tmp_path / "gen", "--lake", lake, "--json", "--min-age", "600")
     s = json.loads(last.stdout)
-    assert s["counts"]["ingested"] == 1 and s["counts"]["settling"] == 0 and s["ingested_files"][0]["path"] == str(growing)
+    assert s["counts"]["ingested"] == 1 and s["counts"]["settling"] == 0
+    assert s["ingested_files"][0]["path"] == str(growing)
     bad = cli("ingest", tmp_path / "gen", "--lake", lake, "--min-age", "-5")
     assert bad.returncode == 2 and "expected a number of seconds >= 0" in bad.stderr
 
@@ -407,4 +408,5 @@ def test_a_walk_reports_files_that_look_like_profiles_but_no_reader_accepts(tmp_
     assert text.returncode == 0
     assert text.stdout.strip().endswith(", 3 inputs look like profiles but no reader accepts them")
     missing = cli("ingest", tmp_path / "nothere", "--lake", lake)
-    assert missing.returncode == 1 and missing.stderr == f"perflake: {tmp_path / 'nothere'}: no such file or directory\n"
+    assert missing.returncode == 1
+    assert missing.stderr == f"perflake: {tmp_path / 'nothere'}: no such file or directory\n"

@@ -93,7 +93,8 @@ def test_squash_properties(tree):
     gf = frame_of(profile(nodes, values, [Metric("time", "exclusive")]))
     same = gf.squash()
     assert by_path(same, "time") == by_path(gf, "time") and by_path(same, "time (inc)") == by_path(gf, "time (inc)")
-    out = gf.filter(lambda df: ~df["name"].isin(drop) | (df.index.get_level_values("node").map(lambda n: not n.parents)))
+    out = gf.filter(lambda df: ~df["name"].isin(drop)
+                    | (df.index.get_level_values("node").map(lambda n: not n.parents)))
     again = out.squash()
     assert by_path(again, "time") == by_path(out, "time")  # idempotent
     for r in (0, 1):  # root inclusive = sum of exclusive, and nothing kept is lost

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 import perflake
 from perflake.frame.graphframe import GraphFrame
-from perflake.interop.json_files import read_hatchet_json
 from perflake.ingest.normalize import normalize
+from perflake.interop.json_files import read_hatchet_json
 from perflake.readers.base import Metric
 from trees import profile
 

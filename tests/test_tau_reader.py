@@ -32,11 +32,13 @@ CALLPATH = [
 
 
 def test_parse_frame_forms():
-    assert parse_frame("int main(int, char **) C [{cpi.c} {19,1}-{60,1}]") == ("int main(int, char **)", "cpi.c", 19, 60, None)
+    assert parse_frame("int main(int, char **) C [{cpi.c} {19,1}-{60,1}]") == (
+        "int main(int, char **)", "cpi.c", 19, 60, None)
     assert parse_frame("loop [{a.f90} {7,3}]") == ("loop", "a.f90", 7, None, None)  # {l,c}: column is not a line (B.24)
     assert parse_frame("f [{x.c} {12}]") == ("f", "x.c", 12, None, None)
     assert parse_frame("MPI_Init()  ") == ("MPI_Init()", None, None, None, None)
-    assert parse_frame("[UNWIND] /lib/libm.so [@] sin [{s_sin.c} {30}]") == ("[UNWIND] sin", "s_sin.c", 30, None, "/lib/libm.so")
+    assert parse_frame("[UNWIND] /lib/libm.so [@] sin [{s_sin.c} {30}]") == (
+        "[UNWIND] sin", "s_sin.c", 30, None, "/lib/libm.so")
 
 
 def test_callpath_profile_with_annotations_and_floats(tmp_path):

@@ -34,7 +34,8 @@ def profile(nodes, values, metrics, fmt="test") -> ProfileRows:
 
 # main(1) -> a(2) -> c(4), d(8);  main -> b(16) -> c(32);  a second "a" under main (64) -> e(128)
 # The two "a" siblings have identical frames, so they merge: a = 2 + 64, children c, d, e.
-SMALL_NODES = [(0, -1, "main"), (1, 0, "a"), (2, 1, "c"), (3, 1, "d"), (4, 0, "b"), (5, 4, "c"), (6, 0, "a"), (7, 6, "e")]
+SMALL_NODES = [(0, -1, "main"), (1, 0, "a"), (2, 1, "c"), (3, 1, "d"), (4, 0, "b"), (5, 4, "c"), (6, 0, "a"),
+               (7, 6, "e")]
 SMALL_EXC = {0: 1, 1: 2, 2: 4, 3: 8, 4: 16, 5: 32, 6: 64, 7: 128}
 # by call path, rank 0 (rank 1 holds 10x these)
 SMALL_EXPECTED_EXC = {("main",): 1, ("main", "a"): 66, ("main", "a", "c"): 4, ("main", "a", "d"): 8,

@@ -58,9 +58,10 @@ def main(argv=None) -> int:
         prepare(tmp)
         report = tmp / "report.xml"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE / "shim"), os.environ.get("PYTHONPATH", "")]))
-        cmd = [sys.executable, "-m", "pytest", "-q", "-rN", "--tb=line", "--continue-on-collection-errors", f"--junitxml={report}", str(tmp),
-               "--timeout=120"] if _has_timeout() else [sys.executable, "-m", "pytest", "-q", "--tb=line", "--continue-on-collection-errors",
-                                                         f"--junitxml={report}", str(tmp)]
+        cmd = ([sys.executable, "-m", "pytest", "-q", "-rN", "--tb=line", "--continue-on-collection-errors",
+                f"--junitxml={report}", str(tmp), "--timeout=120"] if _has_timeout()
+               else [sys.executable, "-m", "pytest", "-q", "--tb=line", "--continue-on-collection-errors",
+                     f"--junitxml={report}", str(tmp)])
         if args.k:
             cmd += ["-k", args.k]
         proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)

@@ -23,12 +23,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from perflake.engine import duck
-from perflake.analytics import ensemble
+from perflake.analytics import selection
+from perflake.analytics.ensemble import group_stats
 from perflake.engine import sqlfiles
 from perflake.errors import LakeError
 from perflake.frame.tables import FRAME_COLUMNS, metric_roles, metrics_table, node_ids
-
 
 
 def _side(run_or_runs) -> list[str]:
@@ -40,21 +39,21 @@ def compare(lake, a, b, *, metric: str = "time", scheduler=None) -> pd.DataFrame
     side_a, side_b = _side(a), _side(b)
     if not side_a or not side_b:
         raise LakeError("compare needs at least one run on each side")
-    sel = ensemble.select(lake, runs=side_a + side_b)
-    rows = ensemble.with_metric(sel, metric)
+    sel = selection.select(lake, runs=side_a + side_b)
+    rows = selection.with_metric(sel, metric)
     groups = []
     for group_id, side in enumerate((side_a, side_b)):
-        ids = ensemble.resolve_runs(sel.catalog, side).column("run_id").to_pylist()
+        ids = selection.resolve_ids(sel.catalog, side)
         missing = sorted(set(ids) - set(rows["run_id"]))
         if missing:
             raise LakeError(f"run {missing[0]} has no metric {metric!r}")
         groups.append(rows[rows["run_id"].isin(ids)].assign(group_id=group_id))
     groups = pd.concat(groups, ignore_index=True)
-    with ensemble.session(lake) as con:
-        stats = ensemble.group_stats(lake, groups, metric, stats=("count", "mean"), scheduler=scheduler, con=con)
-        con.register("group_stats_t", stats)
-        out = sqlfiles.relation(con, "compare_groups").df()
-        nodes = ensemble.union_nodes(lake, groups["run_id"], groups["batch"].unique(), con=con).to_pandas()
+    with selection.session(lake) as con:
+        stats = group_stats(lake, groups, metric, stats=("count", "mean"), scheduler=scheduler, con=con)
+        with sqlfiles.scope(con, tables={"group_stats_t": stats}) as cur:
+            out = sqlfiles.relation(cur, "compare_groups").df()
+        nodes = selection.union_nodes(lake, groups["run_id"], groups["batch"].unique(), con=con).to_pandas()
     out = out.merge(nodes, on="node_id", how="left")
     return out[["node_id", "name", "path", "a", "b", "runs_a", "runs_b", "diff", "ratio", "speedup", "status"]]
 
@@ -100,18 +99,13 @@ def _arith(gf1, gf2, op: str, fill_value):
     if set(levels1) != set(levels2):  # else a frame averaged over ranks would be matched with rank 0 alone
         raise ValueError(f"the GraphFrames are indexed differently, ({', '.join(map(str, levels1))}) and "
                          f"({', '.join(map(str, levels2))}): call drop_index_levels() on both or on neither")
-    con = duck.connection()
-    try:
-        con.register("left_t", metrics_table(gf1.dataframe, names))
-        con.register("right_t", metrics_table(gf2.dataframe, names))
-        con.register("nodes_left", nodes_table(gf1))
-        con.register("nodes_right", nodes_table(gf2))
+    tables = {"left_t": metrics_table(gf1.dataframe, names), "right_t": metrics_table(gf2.dataframe, names),
+              "nodes_left": nodes_table(gf1), "nodes_right": nodes_table(gf2)}
+    with sqlfiles.scope(tables=tables) as con:
         sqlfiles.materialize(con, "metric_long", "compare_arith", metrics=names, op=op,
                              fill=None if fill is None else float(fill), keep_left=keep_left)
         wide = sqlfiles.relation(con, "pivot_metrics").to_arrow_table()
         nodes = sqlfiles.relation(con, "compare_union_nodes").to_arrow_table()
-    finally:
-        con.close()
     for name in names:  # a metric with no value at all is missing from the pivot
         if name not in wide.column_names:
             wide = wide.append_column(name, pa.nulls(len(wide), pa.float64()))

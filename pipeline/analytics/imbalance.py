@@ -32,7 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from perflake.analytics import ensemble, imbalance_ranking
+from perflake.analytics import imbalance_ranking, selection
 from perflake.engine import parallel
 from perflake.errors import LakeError
 from perflake.frame.tables import metrics_table, node_ids
@@ -67,7 +67,8 @@ def merge_partials(parts: pa.Table, *, absent: str = "exclude", k: int = 3, ddof
                 max=("max", "max")).reset_index()
     if absent == "zero":
         per_run = p.drop_duplicates(["run_id", "metric", "part"]).groupby(["run_id", "metric"], as_index=False)
-        locations = out[["run_id", "metric"]].merge(per_run["locations"].sum(), how="left")["locations"].to_numpy(np.int64)
+        locations = out[["run_id", "metric"]].merge(per_run["locations"].sum(), how="left")["locations"]
+        locations = locations.to_numpy(np.int64)
     else:
         locations = out["present"].to_numpy(np.int64)
     present = out["present"].to_numpy(np.int64)
@@ -133,14 +134,14 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
     """
     _check(absent, k, ddof)
     imbalance_ranking.check(by, min_share)
-    sel = ensemble.select(lake, runs=runs, where=where)
+    sel = selection.select(lake, runs=runs, where=where)
     if sel.runs.empty:
         raise LakeError(f"{lake.root}: no runs selected")
     metrics = [metric] if isinstance(metric, str) else list(metric)
     cat = lake.catalog()
     specs = []
     for m in metrics:
-        rows = ensemble.with_metric(sel, m)
+        rows = selection.with_metric(sel, m)
         if runs is not None and len(rows) < len(sel.runs):
             missing = sorted(set(sel.runs["run_id"]) - set(rows["run_id"]))
             raise LakeError(f"run {missing[0]} has no metric {m!r}")
@@ -162,7 +163,7 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
     metric_of = [s["views"]["imbalance_source"][1]["metric"] for s in specs]
     stats = merge_partials(pa.concat_tables([_label(r, m, i) for i, (r, m) in enumerate(zip(results, metric_of))]),
                            absent=absent, k=k, ddof=ddof)
-    nodes = ensemble.union_nodes(lake, sel.runs["run_id"], sel.runs["batch"].unique()).to_pandas()
+    nodes = selection.union_nodes(lake, sel.runs["run_id"], sel.runs["batch"].unique()).to_pandas()
     table = imbalance_ranking.with_share(stats.merge(nodes, on="node_id", how="left")[COLUMNS],
                                          imbalance_ranking.roles(sel.catalog))
     return imbalance_ranking.rank(table, by=by, min_share=min_share, top=top)

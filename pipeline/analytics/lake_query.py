@@ -2,27 +2,11 @@
 
 from __future__ import annotations
 
-import duckdb
 import pandas as pd
 
-from perflake.errors import LakeError
+from perflake.analytics.selection import select_runs
 
-
-def select_runs(lake, runs=None, where: str | None = None, params=None) -> list[str]:
-    """Run ids: the given ones (ids or prefixes), or those whose catalog row satisfies the SQL ``where``."""
-    if runs:
-        return [lake.resolve(r)["run_id"] for r in runs]
-    if where:
-        con = lake.connect(confined=True)  # the user's SQL reads the lake's files only, changes no setting
-        try:
-            rel = con.table("runs").filter(duckdb.SQLExpression(where)).select("run_id")
-            return [r[0] for r in rel.fetchall()]
-        except duckdb.Error as exc:
-            raise LakeError(f"--where {where!r}: {str(exc).splitlines()[0]}") from None
-        finally:
-            con.close()
-    return lake.catalog().runs().column("run_id").to_pylist()
-
+__all__ = ["FRAME_ATTRIBUTES", "query", "select_runs", "unknown_attributes"]
 
 FRAME_ATTRIBUTES = ("name", "type", "file", "line", "end_line", "module", "depth")
 

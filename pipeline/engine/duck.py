@@ -59,6 +59,19 @@ def confine(con: duckdb.DuckDBPyConnection, directories: list[str]) -> None:
     con.execute("set lock_configuration = true")
 
 
+def for_catalog(cat, *, own: bool = False) -> duckdb.DuckDBPyConnection:
+    """A connection that can read the files of a lake's catalog: a cursor on the shared instance for a local
+    lake; for any other filesystem, or with ``own``, a database of its own (offline) with the lake's fsspec
+    filesystem registered (a filesystem is registered on a whole database, so the shared instance never gets
+    one; settings changed on an own database stay there)."""
+    if cat.local and not own:
+        return connection()
+    con = offline()
+    if not cat.local:
+        con.register_filesystem(cat.fs)
+    return con
+
+
 @atexit.register
 def _close() -> None:
     """Close the shared instance while the interpreter is whole: its worker threads are joined here rather

@@ -85,19 +85,17 @@ def sql_task(name: str, params: dict, *, views: dict | None = None, tables: dict
     """Run ``sql/<name>.sql`` on a fresh single-threaded DuckDB connection and return the result (Arrow:
     cheap to ship between processes and to concatenate).
 
-    ``views``: ``{view name: (sql file name, params)}`` defined first, in order (inputs of the main file);
-    ``tables``: ``{name: DataFrame or Arrow table}`` registered first; ``filesystem``: an fsspec filesystem
-    to register for a non-local lake.  Everything is a plain, picklable value, so this runs on any worker.
+    ``tables``: ``{name: DataFrame or Arrow table}`` registered first, then ``views``: ``{view name: (sql file
+    name, params)}`` defined in order (the inputs of the main file, as :func:`perflake.engine.sqlfiles.scope`
+    takes them); ``filesystem``: an fsspec filesystem to register for a non-local lake.  Everything is a plain,
+    picklable value, so this runs on any worker.
     """
     con = duckdb.connect(config={"threads": threads})
     try:
         if filesystem is not None:
             con.register_filesystem(filesystem)
-        for tname, data in (tables or {}).items():
-            con.register(tname, data)
-        for vname, (sql_name, sql_params) in (views or {}).items():
-            sqlfiles.relation(con, sql_name, **sql_params).create_view(vname)
-        return sqlfiles.relation(con, name, **params).to_arrow_table()
+        with sqlfiles.scope(con, tables=tables, views=views) as cur:
+            return sqlfiles.relation(cur, name, **params).to_arrow_table()
     finally:
         con.close()
 

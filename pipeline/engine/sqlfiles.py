@@ -10,15 +10,23 @@ Every ``sql/<name>.sql`` holds one statement and starts with a comment header::
 
 Values are always bound (``$name``), never pasted into the text.  Identifiers cannot be bound, so metric
 columns are picked with bound lists (``COLUMNS(lambda c: list_contains($metrics, c))``).
+
+A file's inputs are named by its caller: :func:`scope` opens a cursor of its own with the inputs registered
+under the names the header lists (Arrow tables, DataFrames, or other sql/ files as relations); what a caller
+registers or materialises there is private to it and vanishes when the scope ends, so no caller ever sees
+another's names and nothing needs to be released.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from importlib import resources
 
 import duckdb
+
+from perflake.engine import duck
 
 _PARAM_RE = re.compile(r"^--\s*params:\s*(.*)$", re.M)
 
@@ -65,3 +73,20 @@ def materialize(con: duckdb.DuckDBPyConnection, table: str, name: str, **params)
     if set(params) != expected:
         raise TypeError(f"sql/{name}.sql takes {sorted(expected)}, got {sorted(params)}")
     con.execute(f"create or replace temp table {quote_ident(table)} as " + load(name), params or None).fetchall()
+
+
+@contextlib.contextmanager
+def scope(con: duckdb.DuckDBPyConnection | None = None, *, tables: dict | None = None, views: dict | None = None):
+    """A cursor of its own on ``con``'s database (on the shared instance when ``con`` is None) holding the inputs
+    of sql/ files: ``tables`` (``{name: Arrow table, DataFrame or relation}``) registered, then ``views``
+    (``{name: (sql file name, params)}``, inputs of the later files) registered in order.  Everything registered
+    or materialised in the cursor is private to it and dropped on exit."""
+    cur = duck.connection() if con is None else con.cursor()
+    try:
+        for name, data in (tables or {}).items():
+            cur.register(name, data)
+        for name, (sql_name, params) in (views or {}).items():
+            cur.register(name, relation(cur, sql_name, **params))  # a registered relation is private to cur
+        yield cur
+    finally:
+        cur.close()

@@ -125,7 +125,8 @@ def per_rank_metric(lake, metric: str | None, *, runs=None, where: str | None = 
         return metric
     import sys
 
-    from perflake.analytics.ensemble import default_metric, select
+    from perflake.analytics.ensemble import default_metric
+    from perflake.analytics.selection import select
 
     sel = select(lake, runs=runs, where=where)
     catalog = sel.catalog.column("metrics").to_pylist()

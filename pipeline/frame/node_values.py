@@ -15,7 +15,6 @@ import pandas as pd
 from perflake.errors import RenderError
 from perflake.frame.tables import exclusive_partner, inclusive_partner, metric_roles, node_ids
 
-
 AGGREGATES = ("sum", "mean", "min", "max")
 
 

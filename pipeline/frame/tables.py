@@ -122,7 +122,8 @@ def to_profile_rows(gf, kept_parent: dict[int, int | None], metrics: list[Metric
     frames = pa.table(
         {
             "local_id": pa.array(range(len(order)), pa.int32()),
-            "parent_local": pa.array([local[kept_parent[n]] if kept_parent[n] is not None else -1 for n in order], pa.int32()),
+            "parent_local": pa.array([local[kept_parent[n]] if kept_parent[n] is not None else -1 for n in order],
+                                     pa.int32()),
             "name": [str(by_id[n].frame.get("name")) for n in order],
             "type": [by_id[n].frame.get("type") for n in order],
             "file": [attr(n, "file", str) for n in order],

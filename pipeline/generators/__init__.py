@@ -1,6 +1,6 @@
 """Deterministic synthetic HPC call-path profiles in real formats (for demos, tests and benchmarks)."""
-from .calltree import CallTree, Metrics, inclusive_from_exclusive, make_metrics, make_tree, perturb
 from .caliper import write_caliper_json_runs
+from .calltree import CallTree, Metrics, inclusive_from_exclusive, make_metrics, make_tree, perturb
 from .hpctoolkit import write_hpctoolkit_runs
 from .hpctoolkit_v4 import write_hpctoolkit_v4_runs
 from .tau import write_tau_runs

@@ -13,8 +13,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .names import (FRAME_NAMES, MPI, MPI_NAMES, ROOT_NAME, SOLVER, SOLVER_NAMES, SOLVER_STEMS, STD,
-                    STD_NAMES, category, source_location)
+from .names import (
+    FRAME_NAMES,
+    MPI,
+    MPI_NAMES,
+    ROOT_NAME,
+    SOLVER,
+    SOLVER_NAMES,
+    SOLVER_STEMS,
+    STD,
+    STD_NAMES,
+    category,
+    source_location,
+)
+
 
 # --------------------------------------------------------------------------- tree
 @dataclass

@@ -166,7 +166,6 @@ def _context_tree(buf: Buf, plan, pre: bool, fn_ptr, mod_ptr, file_ptr, s_entry)
     """Context Tree section: the entry points (4.0) or root contexts (2022-pre), then one child array per
     context with children, breadth first.  Elided contexts are not written; their children (none here) would
     move up.  ``propagation`` bit 0 (the function scope's propagationIndex) is set on lexical children."""
-    head = 24 if pre else 32
     kids = plan.children(written_only=True)
     start = len(buf.b)
     roots = plan.entries()

@@ -24,8 +24,7 @@ from perflake.errors import LockTimeout
 from perflake.ingest.log import PRESENT, History, Outcome, compact, read_history, write
 from perflake.ingest.report import IngestReport
 from perflake.ingest.scan import SymlinkEscape, describe, scan
-from perflake.ingest.task import (BATCH_ROWS, BATCH_RUNS, BatchResult, Candidate, Known, hash_run, is_transient,
-                                  run_task)
+from perflake.ingest.task import BATCH_ROWS, BATCH_RUNS, BatchResult, Candidate, Known, hash_run, is_transient, run_task
 
 __all__ = ["BATCH_ROWS", "BATCH_RUNS", "IngestReport", "content_hash", "find_runs", "ingest"]
 

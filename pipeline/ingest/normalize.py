@@ -102,7 +102,7 @@ def _derive_inclusive(con, pairs: tuple) -> None:
     rename = dict(pairs)
     con.register("derived_t", wide.rename_columns([rename.get(c, c) for c in wide.column_names]))
     sqlfiles.materialize(con, "metrics_t", "merge_metrics")
-    con.unregister("derived_t")
+    con.unregister("derived_t")  # _derive_exclusive may materialise its own derived_t next, on the same cursor
 
 
 def _derive_exclusive(con, pairs: tuple) -> None:
@@ -110,7 +110,6 @@ def _derive_exclusive(con, pairs: tuple) -> None:
     sqlfiles.materialize(con, "metric_long", "exclusive", inc=[p[0] for p in pairs], exc=[p[1] for p in pairs])
     sqlfiles.materialize(con, "derived_t", "pivot_metrics")
     sqlfiles.materialize(con, "metrics_t", "merge_metrics")
-    con.execute("drop table derived_t").fetchall()  # the next group may register an Arrow table by that name
 
 
 def local_nodes(frames: pa.Table) -> pa.Table:
@@ -137,7 +136,8 @@ def _distinct_sorted(local: pa.Table) -> pa.Table | None:
     return local.take(order).drop_columns(["local_id"])
 
 
-def _rekey(local: pa.Table, tables: list[tuple[int, pa.Table]], counts: np.ndarray, names: list[str]) -> pa.Table | None:
+def _rekey(local: pa.Table, tables: list[tuple[int, pa.Table]], counts: np.ndarray,
+           names: list[str]) -> pa.Table | None:
     """The values keyed by call-path id and sorted (sql/rekey_metrics.sql's result), by array operations;
     ``local`` is :func:`local_nodes`' table, every frame reached."""
     run = local.column("run_id").to_numpy()
@@ -178,57 +178,45 @@ def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tup
     names = list(dict.fromkeys(m.name for _, rows in items for m in rows.metrics))
     for _, rows in items:
         _check_links(rows)
-    try:
-        local = local_nodes(frames)
-        con.register("local_nodes", local)
-        reached = {no: int(c) for no, c in enumerate(np.bincount(local.column("run_id").to_numpy())) if c}
-        for no, rows in items:
-            if reached.get(no, 0) != rows.frames.num_rows:
-                lost = rows.frames.num_rows - reached.get(no, 0)
-                raise ReaderError(rows.source, f"{lost} nodes are not reachable from a root (a parent cycle, or deeper than {MAX_DEPTH})")
+    local = local_nodes(frames)
+    reached = {no: int(c) for no, c in enumerate(np.bincount(local.column("run_id").to_numpy())) if c}
+    for no, rows in items:
+        if reached.get(no, 0) != rows.frames.num_rows:
+            lost = rows.frames.num_rows - reached.get(no, 0)
+            raise ReaderError(rows.source, f"{lost} nodes are not reachable from a root (a parent cycle, or deeper "
+                                           f"than {MAX_DEPTH})")
+    # the group's own cursor: the tables below are the inputs of the sql/ files, each registered (Arrow) or
+    # materialised (temp table) by name here, private to the group and gone with the cursor
+    with sqlfiles.scope(con, tables={"local_nodes": local}) as cur:
         nodes = _distinct_sorted(local)
         merges = nodes is None
         if merges:
-            nodes = sqlfiles.relation(con, "nodes_distinct").to_arrow_table()
-        con.register("nodes_t", nodes)
+            nodes = sqlfiles.relation(cur, "nodes_distinct").to_arrow_table()
+        cur.register("nodes_t", nodes)
         counts = np.zeros(max(no for no, _ in items) + 1, dtype=np.int64)
         for no, rows in items:
             counts[no] = rows.frames.num_rows
         metrics = None if merges else _rekey(local, tables, counts, names)
         if metrics is None:
-            _metrics_sql(con, tables, names, merges)
+            _metrics_sql(cur, tables, names, merges)
         elif to_inc or to_exc:  # the derivations below extend metrics_t in SQL
-            con.register("rekeyed_t", metrics)
-            con.execute("create or replace temp table metrics_t as select * from rekeyed_t").fetchall()
+            cur.register("rekeyed_t", metrics)
+            cur.execute("create or replace temp table metrics_t as select * from rekeyed_t").fetchall()
             metrics = None
         else:
-            con.register("metrics_t", metrics)
+            cur.register("metrics_t", metrics)
         del tables
-        edges = sqlfiles.relation(con, "edges_from_nodes").to_arrow_table()
-        con.register("edges_t", edges)
+        edges = sqlfiles.relation(cur, "edges_from_nodes").to_arrow_table()
+        cur.register("edges_t", edges)
         if to_inc:
-            sqlfiles.materialize(con, "closure_t", "closure", max_depth=MAX_DEPTH)
-            _derive_inclusive(con, to_inc)
+            sqlfiles.materialize(cur, "closure_t", "closure", max_depth=MAX_DEPTH)
+            _derive_inclusive(cur, to_inc)
         if to_exc:
-            _derive_exclusive(con, to_exc)
-        counts = {r: (int(a), int(b)) for r, a, b in sqlfiles.relation(con, "location_counts").fetchall()}
+            _derive_exclusive(cur, to_exc)
+        counts = {r: (int(a), int(b)) for r, a, b in sqlfiles.relation(cur, "location_counts").fetchall()}
         if metrics is None:
-            metrics = con.table("metrics_t").to_arrow_table()
+            metrics = cur.table("metrics_t").to_arrow_table()
         return nodes, edges, metrics, counts
-    finally:
-        _release(con)
-
-
-def _release(con) -> None:
-    """Drop what a group registered or materialised on ``con``: the next group of the batch uses the same
-    names, registered (Arrow) or materialised (temp tables), and DuckDB refuses one over the other."""
-    for name in ("local_nodes", "nodes_t", "values_in", "edges_t", "metrics_t", "rekeyed_t"):
-        try:
-            con.unregister(name)
-        except Exception:  # not registered: a temp table (dropped below) or nothing
-            pass
-    for drop in ("drop table if exists metrics_t", "drop table if exists closure_t", "drop table if exists metric_long"):
-        con.execute(drop).fetchall()
 
 
 def normalize_many(items: list[tuple[str, ProfileRows]], con: duckdb.DuckDBPyConnection | None = None) -> Batch:

@@ -111,7 +111,8 @@ def rekey(tables: list[tuple[int, pa.Table]], frame_counts: np.ndarray, position
     counts = np.asarray(frame_counts, dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum(counts)[:-1])) if len(counts) else counts
     position = position.astype(np.int32 if len(position) < 2**31 else np.int64)
-    values = tables[0][1] if len(tables) == 1 else pa.concat_tables([t for _, t in tables], promote_options="permissive")
+    values = (tables[0][1] if len(tables) == 1
+              else pa.concat_tables([t for _, t in tables], promote_options="permissive"))
     numbers = np.array([no for no, _ in tables], dtype=np.int32)
     lengths = np.array([t.num_rows for _, t in tables], dtype=np.int64)
     lid = _array(values.column("local_id"))

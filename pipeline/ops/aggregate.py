@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from perflake.frame.tables import node_ids
 from perflake.frame.graph import Frame, Graph, Node
+from perflake.frame.tables import node_ids
 from perflake.identity import call_path_ids, frame_keys
 
 _PANDAS_NAMES = {np.mean: "mean", np.nanmean: "mean", np.sum: "sum", np.nansum: "sum", np.max: "max",
@@ -69,7 +69,8 @@ def _group_ids(names: list[str], kind: str) -> list[int]:
     """The call-path id of a root frame {name, type=kind} for each name (the one identity definition)."""
     n = len(names)
     frames = pa.table({"type": pa.array([kind] * n, pa.string()), "name": pa.array(names, pa.string()),
-                       "file": pa.nulls(n, pa.string()), "line": pa.nulls(n, pa.int64()), "module": pa.nulls(n, pa.string())})
+                       "file": pa.nulls(n, pa.string()), "line": pa.nulls(n, pa.int64()),
+                       "module": pa.nulls(n, pa.string())})
     zeros, roots = np.zeros(n, np.int32), np.full(n, -1, np.int32)
     ids = call_path_ids(zeros, np.arange(n, dtype=np.int32), roots, frame_keys(frames), 0)
     return [int(i) for i in ids.node_id]

@@ -1,7 +1,8 @@
 """update_inclusive_columns: inclusive = own exclusive + all descendants' exclusive, per (node, rank, thread).
 
 Runs ``sql/closure.sql`` and ``sql/inclusive_wide.sql`` (the same files ingest uses) over the GraphFrame's edges
-and metrics, and ``sql/inclusive_rows.sql`` to put the values back in the dataframe's row order; a node reachable by several paths counts once per ancestor (Hatchet's subgraph_sum).
+and metrics, and ``sql/inclusive_rows.sql`` to put the values back in the dataframe's row order; a node reachable
+by several paths counts once per ancestor (Hatchet's subgraph_sum).
 """
 
 from __future__ import annotations

@@ -14,13 +14,12 @@ otherwise be equal.
 
 from __future__ import annotations
 
-from collections import Counter
-
 import io
 import math
 import os
 import pathlib
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 import matplotlib

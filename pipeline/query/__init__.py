@@ -26,6 +26,14 @@ Differences from llnl-hatchet 2026.2.0 (each covered by a test):
 * a missing string counts as None (``IS NONE``); a numeric NaN does not.
 """
 
+from perflake.errors import (
+    BadNumberNaryQueryArgs,
+    InvalidMultiIndexMode,
+    InvalidQueryFilter,
+    InvalidQueryPath,
+    MultiIndexModeMismatch,
+    QueryError,
+)
 from perflake.query.compound import (
     AndQuery,
     CompoundQuery,

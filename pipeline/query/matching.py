@@ -147,13 +147,8 @@ class _Run:
         if matches.num_rows == 0:
             return np.empty(0, np.uint64)
         params = compile_automaton([w for w, _ in elements])
-        self.con.register("query_matches", matches)
-        self.con.register("query_edges", self.tables.edges)
-        try:
-            found = sqlfiles.relation(self.con, "query_match", **params).fetchnumpy()["node_id"]
-        finally:
-            self.con.unregister("query_matches")
-            self.con.unregister("query_edges")
+        with sqlfiles.scope(self.con, tables={"query_matches": matches, "query_edges": self.tables.edges}) as cur:
+            found = sqlfiles.relation(cur, "query_match", **params).fetchnumpy()["node_id"]
         return np.unique(np.asarray(found, np.uint64))
 
 

@@ -120,7 +120,8 @@ class Query(AbstractQuery):
 
     def __init__(self, multi_index_mode: str | None = None):
         if multi_index_mode is not None and multi_index_mode not in MULTI_INDEX_MODES:
-            raise InvalidMultiIndexMode(f"multi_index_mode must be one of {MULTI_INDEX_MODES}, not {multi_index_mode!r}")
+            raise InvalidMultiIndexMode(f"multi_index_mode must be one of {MULTI_INDEX_MODES}, not "
+                                        f"{multi_index_mode!r}")
         self.elements: list[Element] = []
         self.multi_index_mode = multi_index_mode
         self.source: str | None = None  # the query text (string dialect), for error messages

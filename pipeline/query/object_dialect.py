@@ -60,7 +60,8 @@ def _single(attr: str, value, pos) -> Cond:
         if attr in NODE_NUMERIC:
             return comparison_cond(attr, value, pos)
         return Cond(attr, AUTO_OP, value, pos)
-    raise InvalidQueryFilter(f"query element {pos}: the value for {attr!r} must be a number, a string or a list of them, "
+    raise InvalidQueryFilter(f"query element {pos}: the value for {attr!r} must be a number, a string or a list of "
+                             "them, "
                      f"not {type(value).__name__}", position=pos)
 
 
@@ -94,7 +95,8 @@ def parse_object_dialect(query) -> list[Element]:
         elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], dict):
             elements.append(Element(check_quantifier(item[0], where, position=i), predicate_from_dict(item[1], i)))
         else:
-            raise InvalidQueryPath(f"{where}: expected a dict, a quantifier or a (quantifier, dict) tuple, got {item!r}",
+            raise InvalidQueryPath(f"{where}: expected a dict, a quantifier or a (quantifier, dict) tuple, got "
+                                   f"{item!r}",
                              position=i)
     return elements
 

@@ -30,8 +30,8 @@ from __future__ import annotations
 import operator
 import re
 import time
-from functools import cached_property
 import unicodedata
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -72,8 +72,8 @@ class NodeTable:
         self._cache: dict = {}
 
     def has(self, attr: str) -> bool:
-        return (attr in ("depth", "node_id", "_hatchet_nid", "callpath_id", "is_leaf") or attr in self.gf.dataframe.columns
-                or attr in self.tables.frame_attrs)
+        return (attr in ("depth", "node_id", "_hatchet_nid", "callpath_id", "is_leaf")
+                or attr in self.gf.dataframe.columns or attr in self.tables.frame_attrs)
 
     def values(self, attr: str) -> tuple[pd.Series, bool]:
         """(values, per_row): per node (length n) or, in "any"/"all" mode, per dataframe row."""

@@ -245,8 +245,8 @@ def save(gf, path, metric: str | None = None, *, rank: int = 0, thread: int = 0,
     if suffix not in OUTPUTS:
         raise RenderError(f"{path}: cannot write {suffix or 'a file without suffix'!r} (use {', '.join(OUTPUTS)})")
     if suffix == ".folded":
-        from perflake.render.folded import to_flamegraph
         from perflake.frame.node_values import exclusive_metric
+        from perflake.render.folded import to_flamegraph
 
         text = to_flamegraph(gf, exclusive_metric(gf, metric), rank=rank, thread=thread, aggregate=aggregate, sep=sep,
                              scale=scale)

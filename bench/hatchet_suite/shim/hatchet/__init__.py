@@ -3,6 +3,7 @@
 
 from perflake import GraphFrame  # noqa: F401
 from perflake.query import QueryMatcher  # noqa: F401
+
 try:
     from perflake._version import __version__  # noqa: F401
 except ImportError:
