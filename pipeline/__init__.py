@@ -24,8 +24,15 @@ from perflake._version import __version__
 # Eager, and light (perflake.read imports its GraphFrame and SQL path when called): the function `read` must
 # shadow the submodule `perflake.read` before anything imports that submodule, which would otherwise set the
 # package attribute `read` to the module.
-from perflake.read import (read, read_caliper, read_cprofile, read_gprof_dot, read_hpctoolkit,
-                           read_pyinstrument, read_tau)
+from perflake.read import (
+    read,
+    read_caliper,
+    read_cprofile,
+    read_gprof_dot,
+    read_hpctoolkit,
+    read_pyinstrument,
+    read_tau,
+)
 
 # public name -> module defining it (imported on first attribute access)
 _PUBLIC = {

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-
 from typing import TYPE_CHECKING
 
 import duckdb

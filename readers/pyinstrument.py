@@ -158,7 +158,7 @@ def loads_deep(text: str):
     ``want`` is what may come next: a value ("v"), a value or "]" right after "[" ("v]"), a key or "}" right after
     "{" ("k}"), a key ("k"), ":" (":"), or "," / the closing bracket (",")."""
     stack: list = []  # open containers: [container, pending key]
-    pos, want = 0, "v"
+    pos, want, value = 0, "v", None
     while True:
         m = _JSON_TOKEN.match(text, pos)
         if m is None:

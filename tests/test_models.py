@@ -18,14 +18,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import extrap_models
 from perflake import Lake
 from perflake.analytics import pmnf
 from perflake.analytics.models import ranked, scaling_models
 from perflake.cli import main
 from perflake.errors import UsageError
 from perflake.generators import write_caliper_json_runs
-
-import extrap_models
 
 POINTS = [2, 4, 8, 16, 32, 64, 128]
 REPS = 3

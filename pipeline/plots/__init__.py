@@ -13,7 +13,7 @@ Figures are built without pyplot; importing this package imports matplotlib, not
 from perflake.plots.figure import Plot, output_format
 from perflake.plots.heatmap import plot_heatmap
 from perflake.plots.imbalance_bars import plot_imbalance
-from perflake.plots.scaling_lines import plot_scaling
 from perflake.plots.model_lines import plot_models
+from perflake.plots.scaling_lines import plot_scaling
 
 __all__ = ["Plot", "output_format", "plot_heatmap", "plot_imbalance", "plot_models", "plot_scaling"]

@@ -49,14 +49,6 @@ from perflake.query.compound import (
     UnionQuery,
     XorQuery,
 )
-from perflake.errors import (
-    BadNumberNaryQueryArgs,
-    InvalidMultiIndexMode,
-    InvalidQueryFilter,
-    InvalidQueryPath,
-    MultiIndexModeMismatch,
-    QueryError,
-)
 from perflake.query.matching import QueryEngine, apply, compile_automaton, match_node_ids, to_query
 from perflake.query.model import AbstractQuery, Query, QueryMatcher
 from perflake.query.object_dialect import ObjectQuery
