@@ -4,6 +4,7 @@
 >>> plot_imbalance(lake.imbalance(metric="time")).save("imbalance.png")     # bars: top call paths by max/mean
 >>> plot_scaling(lake.scaling_table("time", by="nprocs"), metric="time", logx=True, ideal=True)  # lines
 >>> plot_heatmap(lake, "c364f4bf", metric="time")                            # call paths x ranks of one run
+>>> plot_timeline(changes(lake, order_by="launch_time"))                      # values over runs, change points
 
 Every function returns a :class:`Plot` (``.figure``, ``.data``, ``.save(path)``; shown inline in Jupyter).
 Figures are built without pyplot; importing this package imports matplotlib, nothing else in perflake does.
@@ -13,5 +14,6 @@ from perflake.plots.figure import Plot, output_format
 from perflake.plots.heatmap import plot_heatmap
 from perflake.plots.imbalance import plot_imbalance
 from perflake.plots.scaling import plot_scaling
+from perflake.plots.timeline import plot_timeline
 
-__all__ = ["Plot", "output_format", "plot_heatmap", "plot_imbalance", "plot_scaling"]
+__all__ = ["Plot", "output_format", "plot_heatmap", "plot_imbalance", "plot_scaling", "plot_timeline"]
