@@ -51,6 +51,14 @@ class ChangeResult:
     penalty: float
     min_size: int
 
+    def __repr__(self) -> str:
+        return (f"ChangeResult({len(self.changes)} change(s) in {self.changes['node_id'].nunique()} of "
+                f"{int(self.paths['analysed'].sum())} call paths, {len(self.runs)} runs ordered by {self.order_by}, "
+                f"{self.metric})")
+
+    def _repr_html_(self) -> str:  # Jupyter: the changes table
+        return f"<p>{self!r}</p>" + self.changes.to_html(index=False)
+
     def series(self, node_id) -> pd.Series:
         """One call path's per-run values, indexed by position."""
         row = int(np.flatnonzero(self.paths["node_id"].to_numpy() == np.uint64(node_id))[0])

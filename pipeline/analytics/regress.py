@@ -55,6 +55,12 @@ class RegressResult:
     min_share: float
     notes: list[str] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        return f"RegressResult({self.summary()})"
+
+    def _repr_html_(self) -> str:  # Jupyter: the verdict and the top rows
+        return f"<p>{self.summary()}</p>" + self.table.head(15).to_html(index=False)
+
     @property
     def flagged(self) -> pd.DataFrame:
         return self.table[self.table["flagged"]]
