@@ -38,4 +38,6 @@ rc=0
 rc=0; .venv/bin/python bench/bench_analytics.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
 # HPCToolkit v4 ingest (issue 13): bench_hpctoolkit_v4.py (10,000 nodes x 64 ranks vs Hatchet's from_hpctoolkit_latest)
 rc=0; .venv/bin/python bench/bench_hpctoolkit_v4.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
+# regressions (issue 16 item 4): bench_regress.py (regress between two groups of 5,000 runs; --only regress)
+rc=0; .venv/bin/python bench/bench_regress.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
 exit "$status"

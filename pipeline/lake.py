@@ -195,6 +195,18 @@ class Lake:
 
         return ensemble_graphframe(self, where, **options)
 
+    def regress(self, baseline, candidate, **options):
+        """Call paths slower in ``candidate`` than in ``baseline`` (see :func:`perflake.analytics.regress.regress`)."""
+        from perflake.analytics.regress import regress
+
+        return regress(self, baseline, candidate, **options)
+
+    def changes(self, order_by: str = "launch_time", **options):
+        """Change points per call path over ordered runs (see :func:`perflake.analytics.changes.changes`)."""
+        from perflake.analytics.changes import changes
+
+        return changes(self, order_by, **options)
+
     def query(self, query, *, runs=None, where: str | None = None, multi_index_mode: str = "off",
               graphframes: bool = False):
         """Nodes matching a call-path query in each run (see :func:`perflake.analytics.lake_query.query`)."""

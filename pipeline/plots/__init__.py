@@ -5,6 +5,7 @@
 >>> plot_scaling(lake.scaling_table("time", by="nprocs"), metric="time", logx=True, ideal=True)  # lines
 >>> plot_heatmap(lake, "c364f4bf", metric="time")                            # call paths x ranks of one run
 >>> plot_models(lake.model(by="nprocs", metric="time", predict=4096))       # fitted scaling models over the points
+>>> plot_timeline(changes(lake, order_by="launch_time"))                      # values over runs, change points
 
 Every function returns a :class:`Plot` (``.figure``, ``.data``, ``.save(path)``; shown inline in Jupyter).
 Figures are built without pyplot; importing this package imports matplotlib, nothing else in perflake does.
@@ -15,5 +16,6 @@ from perflake.plots.heatmap import plot_heatmap
 from perflake.plots.imbalance_bars import plot_imbalance
 from perflake.plots.model_lines import plot_models
 from perflake.plots.scaling_lines import plot_scaling
+from perflake.plots.timeline import plot_timeline
 
-__all__ = ["Plot", "output_format", "plot_heatmap", "plot_imbalance", "plot_models", "plot_scaling"]
+__all__ = ["Plot", "output_format", "plot_heatmap", "plot_imbalance", "plot_models", "plot_scaling", "plot_timeline"]

@@ -63,7 +63,7 @@ def _common(sp, *, lake_arg, top: int) -> None:
 def register(sub, *, lake_arg, fmt_arg) -> None:
     p = sub.add_parser("plot", help="write a plot (PNG or SVG): imbalance bars, scaling lines, rank heatmap",
                        description="Plots written as PNG or SVG, chosen by the extension of -o.")
-    kinds = p.add_subparsers(dest="plot", required=True, metavar="{imbalance,scaling,heatmap}")
+    kinds = p.add_subparsers(dest="plot", required=True, metavar="{imbalance,scaling,heatmap,timeline}")
 
     sp = kinds.add_parser("imbalance", help="bars: the most imbalanced call paths (max/mean over ranks)")
     sp.add_argument("runs", nargs="*", help="run ids (default: all runs, or --where)")
@@ -95,3 +95,7 @@ def register(sub, *, lake_arg, fmt_arg) -> None:
     sp.add_argument("--log", action="store_true", help="logarithmic colour scale")
     _common(sp, lake_arg=lake_arg, top=20)
     sp.set_defaults(func=cmd_heatmap)
+
+    from perflake.cli.commands.changes import register_plot as register_timeline
+
+    register_timeline(kinds, lake_arg=lake_arg)
