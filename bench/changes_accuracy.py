@@ -48,7 +48,8 @@ def main(argv=None) -> int:
                 near = int(np.any(np.abs(pos - x.run) <= tol))
                 found_near[x.size, tol] = found_near.get((x.size, tol), 0) + near
     print(f"{a.seeds} seeds x {a.runs} runs; changes on untouched call paths: {false} in {untouched} call-path series")
-    print("| shift | noise of the shifted path (median, range) | recall +-1 | precision +-1 | recall +-5 | precision +-5 |")
+    print("| shift | noise of the shifted path (median, range) | recall +-1 | precision +-1 | recall +-5 "
+          "| precision +-5 |")
     print("|---|---|---|---|---|---|")
     for size in sorted(reported):
         nz = np.array(noise[size])

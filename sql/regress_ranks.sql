@@ -33,8 +33,8 @@ ranked as (
 final as (
     select
         node_id,
-        cast(sum(c0) as BIGINT) as n0,
-        cast(sum(c1) as BIGINT) as n1,
+        sum(c0)::BIGINT as n0,
+        sum(c1)::BIGINT as n1,
         sum(c1 * (upto - (tied - 1) / 2.0))::DOUBLE as rank_sum1,
         sum(tied * tied * tied - tied)::DOUBLE as tie_term
     from ranked

@@ -51,7 +51,7 @@ def test_every_sub_command_is_in_the_readme_and_every_readme_command_exists():
 
 def test_every_plot_kind_is_in_the_readme_and_back():
     kinds = _choices(_help("plot"))
-    assert kinds == ["imbalance", "scaling", "heatmap"]
+    assert kinds == ["imbalance", "scaling", "heatmap", "timeline"]
     shown = {kind for words in _readme_commands() if words[0] == "plot" and len(words) > 1
              for kind in words[1].split("|")}
     assert shown == set(kinds)

@@ -33,7 +33,8 @@ _CON = duckdb.connect()
 def _ranks_sql(base, cand) -> dict:
     """sql/regress_ranks.sql on two samples."""
     con = _CON
-    rows = [(0, f"b{i}", 1, float(v)) for i, v in enumerate(base)] + [(1, f"c{i}", 1, float(v)) for i, v in enumerate(cand)]
+    rows = ([(0, f"b{i}", 1, float(v)) for i, v in enumerate(base)]
+            + [(1, f"c{i}", 1, float(v)) for i, v in enumerate(cand)])
     con.register("run_values_t", pd.DataFrame(rows, columns=["group_id", "run_id", "node_id", "value"]))
     return sqlfiles.relation(con, "regress_ranks").df().iloc[0].to_dict()
 
@@ -156,7 +157,8 @@ def test_gate_settings(nightly):
 
 
 @pytest.mark.parametrize("metric", ["time", "time (inc)"])
-@pytest.mark.parametrize("groups", [("between 60 and 120", "between 121 and 150"), ("between 1 and 6", "between 190 and 194")])
+@pytest.mark.parametrize("groups", [("between 60 and 120", "between 121 and 150"),
+                                    ("between 1 and 6", "between 190 and 194")])
 def test_p_values_equal_scipy(nightly, metric, groups):
     """Large groups (normal approximation of U) and small ones (U's exact distribution: 6 vs 5 runs)."""
     _, lake = nightly

@@ -30,7 +30,7 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from perflake.analytics import twogroup
-from perflake.analytics.ensemble import select, selection_metric, session, union_nodes, with_metric
+from perflake.analytics.selection import select, selection_metric, session, union_nodes, with_metric
 from perflake.engine import sqlfiles
 from perflake.errors import LakeError, UsageError
 

@@ -111,3 +111,39 @@ def lists_column(df: pd.DataFrame) -> pd.DataFrame:
         df = df.copy()
         df["top_ranks"] = [" ".join(str(int(r)) for r in v) if v is not None else "" for v in df["top_ranks"]]
     return df
+
+
+# -- change points: `perflake changes` and `perflake plot timeline` ---------------------------------------------
+def _csv(text: str | None):
+    return [s.strip() for s in text.split(",") if s.strip()] if text else None
+
+
+def changes_result(args):
+    """perflake.analytics.changes for the arguments of :func:`changes_arguments` (warnings on stderr)."""
+    import warnings
+
+    from perflake.analytics.changes import changes
+    from perflake.lake import Lake
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = changes(Lake(args.lake), args.order_by, where=args.where, metric=args.metric, show=_csv(args.show),
+                         min_size=args.min_size, penalty=args.penalty, min_share=args.min_share)
+    for w in caught:
+        print(f"perflake: warning: {w.message}", file=sys.stderr)
+    return result
+
+
+def changes_arguments(sp, lake_arg) -> None:
+    """The options of ``perflake changes`` and ``perflake plot timeline``."""
+    lake_arg(sp)
+    sp.add_argument("--order-by", default="launch_time", help="catalog column or meta:KEY (default launch_time)")
+    sp.add_argument("--where", help="SQL condition on the runs catalog")
+    sp.add_argument("--metric", help="default: chosen from the runs' metrics, an inclusive time first "
+                                     "(the exclusive 'time' pins a shift on the call path itself)")
+    sp.add_argument("--show", help="columns naming each run (default: launch_time,meta:commit where present)")
+    sp.add_argument("--min-size", type=int, default=5, help="fewest runs between two changes (default 5)")
+    sp.add_argument("--penalty", type=float,
+                    help="cost of a change in noise variances (default 3 ln(runs) + 2 ln(call paths))")
+    sp.add_argument("--min-share", type=float, default=0.0,
+                    help="skip call paths below this share of the run's time (default 0)")

@@ -6,7 +6,7 @@ extension is checked before any work is done; every user error is a PerflakeErro
 
 from __future__ import annotations
 
-from perflake.cli.commands._common import EXIT_OK, open_lake
+from perflake.cli.commands._common import EXIT_OK, changes_arguments, changes_result, open_lake
 
 
 def _write(plot, args) -> int:
@@ -96,6 +96,30 @@ def register(sub, *, lake_arg, fmt_arg) -> None:
     _common(sp, lake_arg=lake_arg, top=20)
     sp.set_defaults(func=cmd_heatmap)
 
-    from perflake.cli.commands.changes import register_plot as register_timeline
-
     register_timeline(kinds, lake_arg=lake_arg)
+
+
+def cmd_timeline(args) -> int:
+    from perflake.plots.figure import output_format
+
+    output_format(args.output)
+    from perflake.plots.timeline import plot_timeline
+
+    nodes = [int(p) if p.isdigit() else p for p in args.path] if args.path else None
+    plot = plot_timeline(changes_result(args), top=args.top, nodes=nodes, title=args.title)
+    path = plot.save(args.output, dpi=args.dpi)
+    print(f"wrote {path}")
+    return 0
+
+
+def register_timeline(kinds, *, lake_arg) -> None:
+    """``perflake plot timeline``: added to the plot command's sub-parsers."""
+    sp = kinds.add_parser("timeline", help="a metric per call path against run order, change points marked")
+    changes_arguments(sp, lake_arg)
+    sp.add_argument("--path", action="append", metavar="NAME",
+                    help="a call path's name or node id, repeatable (default: those that changed, then the largest)")
+    sp.add_argument("-o", "--output", required=True, help="output file: .png or .svg")
+    sp.add_argument("--top", type=int, default=6, help="how many call paths (default 6)")
+    sp.add_argument("--title", help="replace the default title")
+    sp.add_argument("--dpi", type=int, help="PNG resolution (default 100)")
+    sp.set_defaults(func=cmd_timeline)
