@@ -21,9 +21,10 @@ import pandas as pd
 import pyarrow as pa
 
 from perflake.defaults import frame_default
-from perflake.errors import UsageError
+from perflake.errors import EmptyFilter, InvalidFilter, UsageError  # noqa: F401 (Hatchet's names live here too)
 from perflake.graph import Graph
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
+from perflake.tree import RENAMED_TREE_ARGS, renamed_arguments
 
 EXTRA_FRAME_COLUMNS = ("file", "module", "line", "end_line")
 
@@ -172,12 +173,15 @@ class GraphFrame:
         return to_literal(self, name, rank, thread, cat_columns)
 
     # -- Hatchet API --------------------------------------------------------------------------------------
+    @renamed_arguments(RENAMED_TREE_ARGS)
     def tree(self, metric_column=None, annotation_column=None, precision: int = 3, name_column: str = "name",
              expand_name: bool = False, context_column: str | None = "file", rank: int = 0, thread: int = 0,
              depth: int = 10000, highlight_name: bool = False, colormap: str = "RdYlGn",
              invert_colormap: bool = False, colormap_annotations=None, render_header: bool = True,
              min_value=None, max_value=None, *, colour: bool | None = None) -> str:
-        """The call tree as text, laid out as Hatchet's ``tree()`` (colour only on a terminal unless ``colour``)."""
+        """The call tree as text, laid out as Hatchet's ``tree()`` (colour only on a terminal unless ``colour``).
+        Hatchet's old argument names (``metric``, ``name``, ``expand_names``, ``context``, ``invert_colors``) raise
+        ValueError naming the new one, as in Hatchet."""
         from perflake.tree import render
 
         return render(self, metric_column=metric_column, annotation_column=annotation_column, precision=precision,
@@ -247,7 +251,10 @@ class GraphFrame:
 
     def filter(self, filter_obj, squash: bool = True, update_inc_cols: bool = True, num_procs=None, rec_limit=None,
                multi_index_mode: str = "off", *, update_inclusive_columns: bool | None = None) -> "GraphFrame":
-        """Rows for which ``filter_obj`` holds (a callable on rows, or a call-path query), then squash."""
+        """Rows for which ``filter_obj`` holds (a callable on rows, or a call-path query), then squash.
+
+        The callable sees ``row["node"]`` (and ``rank``/``thread``), as in Hatchet; InvalidFilter for an argument of
+        another kind, EmptyFilter when no row is left (see perflake.filter)."""
         from perflake.filter import filter_rows
 
         out = filter_rows(self, filter_obj, multi_index_mode=multi_index_mode)

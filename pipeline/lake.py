@@ -174,7 +174,7 @@ class Lake:
 
         return ensemble_graphframe(self, where, **options)
 
-    def query(self, query, *, runs=None, where: str | None = None, multi_index_mode: str = "off",
+    def query(self, query, *, runs=None, where: str | None = None, multi_index_mode: str = "mean",
               graphframes: bool = False):
         """Nodes matching a call-path query in each run (see :func:`perflake.lake_query.query`)."""
         from perflake.lake_query import query as run_query

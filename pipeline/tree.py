@@ -20,6 +20,7 @@ dict value -> colour, or a matplotlib colour map name.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 
@@ -27,6 +28,30 @@ import numpy as np
 
 from perflake.errors import RenderError
 from perflake.node_values import location_mask, metric_names
+
+
+# tree() arguments Hatchet renamed: the old name is a ValueError naming the new one, both names a TypeError
+RENAMED_TREE_ARGS = {"metric": "metric_column", "name": "name_column", "expand_names": "expand_name",
+                     "context": "context_column", "invert_colors": "invert_colormap"}
+
+
+def renamed_arguments(old_to_new: dict):
+    """Decorator: a keyword argument under an old name fails loudly, as Hatchet's ``tree()`` does, rather than
+    being silently ignored or mistaken for another argument."""
+
+    def wrap(func):
+        @functools.wraps(func)
+        def checked(*args, **kwargs):
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f'{func.__name__}() received both "{old}=" and "{new}="')
+                    raise ValueError(f'{func.__name__}() parameter "{old}=" has been renamed: use "{new}="')
+            return func(*args, **kwargs)
+
+        return checked
+
+    return wrap
 
 
 def header(metrics) -> str:
