@@ -1,8 +1,10 @@
 """GraphFrame: a Hatchet-compatible result object (``.graph`` + ``.dataframe``), built once from tables.
 
 The dataframe is indexed by ``node`` plus ``rank`` / ``thread`` when the run has more than one of them (the
-levels that vary, as Hatchet does).  Unlike Hatchet's TAU reader, a value that was not measured stays NaN
-rather than becoming 0, and a missing file/module is None rather than the integer 0.
+levels that vary, as Hatchet does).  Columns are typed as Hatchet types them: ``name``, ``file``, ``module``
+object dtype, ``line``/``end_line`` int64 when every line is known (else object, None where unknown), metrics
+float64.  Unlike Hatchet's TAU reader, a value that was not measured stays NaN rather than becoming 0, and a
+missing file/module/line is None rather than the integer 0 (README "Differences from Hatchet").
 
 The methods are Hatchet's (names, arguments, behaviour); each is a thin call into its own module:
 perflake.literal_io (from_literal, from_lists, to_literal), .aggregate (drop_index_levels, groupby_aggregate),
@@ -27,6 +29,15 @@ from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
 from perflake.tree import RENAMED_TREE_ARGS, renamed_arguments
 
 EXTRA_FRAME_COLUMNS = ("file", "module", "line", "end_line")
+
+
+def _typed_column(values: np.ndarray, index, integral: bool) -> pd.Series:
+    """A frame column typed as Hatchet types it: text (name, file, module) is object dtype (pandas 3 would infer
+    its string dtype); a line column is int64 when every line is known (``integral``), else object with None
+    where unknown."""
+    if integral:
+        return pd.Series(values.astype(np.int64), index=index)
+    return pd.Series(values, index=index, dtype=object)
 
 
 class GraphFrame:
@@ -102,7 +113,8 @@ class GraphFrame:
         for c in ("name", *[c for c in EXTRA_FRAME_COLUMNS if c in nodes.column_names]):
             per_node = np.empty(n_nodes, dtype=object)
             per_node[node_pos] = nodes.column(c).to_pylist()
-            columns[c] = per_row(per_node)
+            known = c in ("line", "end_line") and n_nodes > 0 and all(v is not None for v in per_node)
+            columns[c] = _typed_column(per_row(per_node), index, known)
         frame = pd.DataFrame({**columns, **data}, index=index)
         return cls(
             graph,
