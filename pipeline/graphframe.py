@@ -406,6 +406,20 @@ class GraphFrame:
 
         return from_hatchet_json(json_spec)
 
+    def to_hdf(self, filename, key: str = "hatchet_graphframe", **kwargs) -> None:
+        """Store this frame in an HDF5 file under ``key`` (Hatchet's ``to_hdf``; needs ``perflake[hdf]``; no
+        pickles: see perflake.hdf_store)."""
+        from perflake.hdf_store import to_hdf
+
+        to_hdf(self, filename, key, **kwargs)
+
+    @classmethod
+    def from_hdf(cls, filename, key: str | None = None, **kwargs) -> "GraphFrame":
+        """A frame stored by ``to_hdf`` (Hatchet's ``from_hdf``; ``key`` may be left out when the file has one)."""
+        from perflake.hdf_store import from_hdf
+
+        return from_hdf(filename, key, **kwargs)
+
     def __repr__(self) -> str:
         levels = ", ".join(self.dataframe.index.names)
         return (f"GraphFrame({len(self.graph)} nodes, {len(self.dataframe)} rows indexed by ({levels}), "
