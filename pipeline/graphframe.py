@@ -147,11 +147,15 @@ class GraphFrame:
 
     @staticmethod
     def from_caliperreader(filename_or_caliperreader, native=False, string_attributes=None) -> "GraphFrame":
-        """A ``.cali`` file (Hatchet's ``from_caliperreader``: its non-native names such as ``time``)."""
-        from perflake.read import read_caliper
+        """A ``.cali`` file, or a ``caliperreader.CaliperReader`` that has read one (Hatchet's
+        ``from_caliperreader``: its non-native names such as ``time``)."""
+        from perflake.read import read_caliper, read_rows
+        from perflake.readers.caliper_records import is_caliper_reader, read_caliper_reader
 
         if native:
             raise UsageError("from_caliperreader(native=True) is not supported: metrics get Hatchet's default names")
+        if is_caliper_reader(filename_or_caliperreader):
+            return read_rows(read_caliper_reader(filename_or_caliperreader))
         return read_caliper(filename_or_caliperreader)
 
     @staticmethod

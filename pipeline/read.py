@@ -11,7 +11,11 @@ from perflake.normalize import normalize
 
 def read(path: str | os.PathLike, kind: str | None = None) -> GraphFrame:
     """Read ``path`` (format sniffed unless ``kind`` is given) and return a GraphFrame."""
-    rows = readers.read(path, kind)
+    return read_rows(readers.read(path, kind))
+
+
+def read_rows(rows) -> GraphFrame:
+    """A GraphFrame of a reader's ProfileRows (normalised as at ingest)."""
     n = normalize(rows)
     return GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata, fmt=rows.format)
 
