@@ -32,12 +32,8 @@ EXTRA_FRAME_COLUMNS = ("file", "module", "line", "end_line")
 
 
 def _typed_column(values: np.ndarray, index, integral: bool) -> pd.Series:
-    """A frame column typed as Hatchet types it: text (name, file, module) is object dtype (pandas 3 would infer
-    its string dtype); a line column is int64 when every line is known (``integral``), else object with None
-    where unknown."""
-    if integral:
-        return pd.Series(values.astype(np.int64), index=index)
-    return pd.Series(values, index=index, dtype=object)
+    """Text object dtype (not pandas 3's string dtype); a line column int64 when every line is known."""
+    return pd.Series(values.astype(np.int64), index=index) if integral else pd.Series(values, index=index, dtype=object)
 
 
 class GraphFrame:
@@ -411,15 +407,14 @@ class GraphFrame:
         return from_hatchet_json(json_spec)
 
     def to_hdf(self, filename, key: str = "hatchet_graphframe", **kwargs) -> None:
-        """Store this frame in an HDF5 file under ``key`` (Hatchet's ``to_hdf``; needs ``perflake[hdf]``; no
-        pickles: see perflake.hdf_store)."""
+        """Store this frame in an HDF5 file under ``key`` (Hatchet's ``to_hdf``; ``perflake[hdf]``; hdf_store)."""
         from perflake.hdf_store import to_hdf
 
         to_hdf(self, filename, key, **kwargs)
 
     @classmethod
     def from_hdf(cls, filename, key: str | None = None, **kwargs) -> "GraphFrame":
-        """A frame stored by ``to_hdf`` (Hatchet's ``from_hdf``; ``key`` may be left out when the file has one)."""
+        """A frame stored by ``to_hdf`` (Hatchet's ``from_hdf``; ``key`` optional when the file has one)."""
         from perflake.hdf_store import from_hdf
 
         return from_hdf(filename, key, **kwargs)
