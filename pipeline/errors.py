@@ -76,6 +76,16 @@ class UsageError(PerflakeError):
     """An option value perflake cannot use (an unknown statistic, a bad choice); says what is accepted."""
 
 
+# Hatchet's filter exception names (hatchet.graphframe; exported there by perflake.graphframe too)
+class InvalidFilter(UsageError, TypeError):
+    """``GraphFrame.filter`` got something that is neither a callable, a query list, a query string nor a query
+    object."""
+
+
+class EmptyFilter(PerflakeError):
+    """``GraphFrame.filter`` would leave no row (Hatchet raises rather than return an empty GraphFrame)."""
+
+
 class PlotError(PerflakeError):
     """A plot cannot be made or written: nothing to plot, an unknown column, an unsupported file type."""
 

@@ -207,7 +207,7 @@ class Lake:
 
         return changes(self, order_by, **options)
 
-    def query(self, query, *, runs=None, where: str | None = None, multi_index_mode: str = "off",
+    def query(self, query, *, runs=None, where: str | None = None, multi_index_mode: str = "mean",
               graphframes: bool = False):
         """Nodes matching a call-path query in each run (see :func:`perflake.analytics.lake_query.query`)."""
         from perflake.analytics.lake_query import query as run_query

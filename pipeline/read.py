@@ -13,10 +13,14 @@ if TYPE_CHECKING:  # imported when called: `import perflake` loads these names e
 
 def read(path: str | os.PathLike, kind: str | None = None) -> GraphFrame:
     """Read ``path`` (format sniffed unless ``kind`` is given) and return a GraphFrame."""
+    return read_rows(readers.read(path, kind))
+
+
+def read_rows(rows) -> GraphFrame:
+    """A GraphFrame of a reader's ProfileRows (normalised as at ingest)."""
     from perflake.frame.graphframe import GraphFrame
     from perflake.ingest.normalize import normalize
 
-    rows = readers.read(path, kind)
     n = normalize(rows)
     return GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata, fmt=rows.format)
 

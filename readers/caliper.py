@@ -34,7 +34,8 @@ Roles (Hatchet calls everything without ``inclusive``/``(inc)`` in its name excl
   them as exclusive);
 * exclusive: per-region sums (``sum#...``, ``scale#...``) and raw ``*.duration`` values;
 * other: counts (``count``, ``*.count``), iteration numbers, ``min#``/``max#``/``avg#``/``any#`` statistics,
-  ``Node order`` (kept, where Hatchet drops it: B.17), anything else.  Hatchet lists lulesh's
+  anything else.  ``Node order`` (``min#min#aggregate.slot``) is not a column: as Hatchet orders children by it
+  and drops it, the frames are laid out in it (siblings by Node order: readers/node_order.py).  Hatchet lists lulesh's
   ``min/max/avg#time.duration`` and ``count`` as exclusive.  Infinite values become NaN.
 
 Run metadata = the ``globals`` records, typed by Caliper type (int/uint -> int, double -> float), then by Adiak
@@ -43,7 +44,8 @@ turns ``omp_version`` 4.5 into a float); ``launchdate`` is the epoch-seconds int
 stream has no ``globals`` record: its run metadata are the process-scope and GLOBAL attributes its records
 reference (``cali.caliper.version``).
 
-Deviations from Hatchet (formats.md Appendix B): B.17 node order is file order, as Hatchet's in effect;
+Deviations from Hatchet (formats.md Appendix B): B.17 without Node order, sibling order is file order, as
+Hatchet's in effect;
 B.18 ancestors without records are nodes with NaN values (Hatchet gives them no row); B.19 Spot statistics are
 inclusive; B.20 ``spot.channel`` and other strings are not columns; the frame type is the attribute name
 (Hatchet: always ``function``).
@@ -61,6 +63,7 @@ from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX
                                    check_frames, line_number, shown)
 from perflake.readers.cali_format import NAME_ATTR, PROP_ATTR, TYPE_ATTR, CaliFile, globals_of, parse
 from perflake.readers.cali_legacy import is_frame, is_legacy, record_globals
+from perflake.readers.node_order import NODE_ORDER_COLUMNS, reorder
 
 _RENAME = {
     "sum#time.duration": "time",
@@ -356,8 +359,15 @@ class Reader:
             raise ReaderError(path, f"none of the {len(cf.records)} ctx records lies inside a region")
         metrics = _metrics(b.metric_attrs)
         matrix = b.matrix()
+        frames, row_frame = b.tree.table(), np.asarray(b.row_frame, dtype=np.int32)
+        order = next((i for i, (m, a) in enumerate(zip(metrics, b.metric_attrs))
+                      if m.name in NODE_ORDER_COLUMNS or a.name in NODE_ORDER_COLUMNS), None)
+        if order is not None:  # Caliper's Node order: the frames are laid out in it, the column is dropped
+            frames, row_frame = reorder(frames, row_frame, matrix[:, order])
+            metrics = metrics[:order] + metrics[order + 1:]
+            matrix = np.delete(matrix, order, axis=1)
         values = {
-            "local_id": pa.array(np.asarray(b.row_frame, dtype=np.int32)),
+            "local_id": pa.array(row_frame),
             "rank": pa.array(np.asarray(b.row_rank, dtype=np.int32)),
             "thread": pa.array(np.zeros(len(b.row_frame), dtype=np.int32)),
         }
@@ -367,7 +377,7 @@ class Reader:
         return ProfileRows(
             format=self.kind,
             source=path,
-            frames=check_frames(path, b.tree.table()),
+            frames=check_frames(path, frames),
             values=pa.table(values),
             metrics=metrics,
             metadata=metadata,

@@ -17,8 +17,9 @@ Format reference: ``shared/docs/formats.md`` section 3.  What this reader does:
 * metrics: Hatchet's names (``sum#time.duration`` -> ``time``, ``inclusive#sum#time.duration`` ->
   ``time (inc)``: 3.4).  ``time`` and ``sum#...`` are exclusive, ``(inc)``/``inclusive`` inclusive,
   ``count`` and statistics (``min#``, ``max#``, ``avg#``, ``any#``) other (Hatchet calls every non-``(inc)``
-  column exclusive, cf. B.19).  ``Node order`` is dropped, never required (B.14); string value columns are
-  attributes and are skipped;
+  column exclusive, cf. B.19).  ``Node order`` (B.14) is not a column: when present, siblings are laid out
+  in it, as Hatchet orders children by it (readers/node_order.py); string value columns are attributes and are
+  skipped;
 * units: the column's ``attribute.unit``, else ``nsec`` for ``*.ns``, else time is ``usec`` before Caliper 2
   (no ``cali.caliper.version`` global) and ``sec`` after (B.21);
 * extra top-level keys are run metadata, typed: integers, floats, ``[a,b]`` lists (B.16; 4.5); JSON's NaN and
@@ -41,6 +42,7 @@ from perflake.errors import ReaderError
 from perflake.readers.base import (finite, EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows, check_frames,
                                    check_text, line_number, shown)
 from perflake.readers.caliper_json_rows import HEAD as _HEAD, KEYS, load
+from perflake.readers.node_order import NODE_ORDER_COLUMNS, reorder
 
 _KEY_RES = {k: re.compile(rb'"' + k.encode() + rb'"\s*:') for k in KEYS}
 _HIERARCHY = ("source.function#callpath.address", "path")
@@ -285,6 +287,9 @@ class Reader:
         located = self._locations(path, titles, colmeta, cells, col, rows, labels, ref)
         frames, local = _frames(labels, parents, node_cols, _with_ancestors(parents, wanted), nid[rows], located,
                                 ref("module#") if located else None)
+        order_t = next((t for t in NODE_ORDER_COLUMNS if t in col), None)
+        if order_t is not None:  # Caliper's Node order: the frames are laid out in it (readers/node_order.py)
+            frames, local = reorder(frames, local, _floats(path, order_t, cells[col[order_t]], strict=False)[rows])
         rank = np.zeros(n_rows, np.int32)
         if "mpi.rank" in col:
             r = _floats(path, "mpi.rank", cells[col["mpi.rank"]], strict=True)[rows]

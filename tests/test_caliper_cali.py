@@ -3,7 +3,8 @@ plus typed run metadata, metric roles, hand-written edge cases and corrupt files
 
 Every golden call path and metric matches (rtol 1e-9) with no skipped path, and the node counts are those of
 formats.md section 7.  Deviations from Hatchet (formats.md Appendix B) that the goldens cannot show are tested
-explicitly below: B.17 (``Node order`` kept as a column), B.18 (ancestors without records are kept, NaN),
+explicitly below: B.17 (``Node order`` orders the frames and is dropped, as Hatchet drops it: see
+tests/test_caliper_node_order.py), B.18 (ancestors without records are kept, NaN),
 B.19 (Spot statistics are inclusive), B.20 (``spot.channel`` is not a column).
 """
 
@@ -30,17 +31,16 @@ CASES = [
     ("caliper-example-cali", "caliper-example-cali", "example-profile.cali", 24, 3, []),
     # normalisation derives the inclusive `time (inc)` from the exclusive `time` (sum#time.duration)
     ("caliper-lulesh-cali", "caliper-lulesh-cali", "lulesh-annotation-profile.cali", 19, 1, ["time (inc)"]),
-    # B.17: Hatchet drops `Node order` (min#min#aggregate.slot; its use for ordering is dead code); we keep it
-    ("caliper-ordered-cali", "caliper-ordered-cali", "230525-151052_1930517_eWbGeyrlBOPT.cali", 19, 1,
-     ["Node order"]),
-    ("caliper-ordered-cali-mpi", "caliper-ordered-cali-mpi", "230525-151723_1930647_FSY8b8cKSEEi.cali", 26, 5,
-     ["Node order"]),
+    # B.17: `Node order` (min#min#aggregate.slot) lays out the frames and is dropped, as Hatchet drops it (whose
+    # use of it for ordering is dead code: tests/test_caliper_node_order.py)
+    ("caliper-ordered-cali", "caliper-ordered-cali", "230525-151052_1930517_eWbGeyrlBOPT.cali", 19, 1, []),
+    ("caliper-ordered-cali-mpi", "caliper-ordered-cali-mpi", "230525-151723_1930647_FSY8b8cKSEEi.cali", 26, 5, []),
     # the missing halves of both pairs are derived: exclusive host time, inclusive GPU activity time
     ("caliper-sw4-cuda-activity-profile-cali", "caliper-sw4-cuda-activity-profile-cali",
      "caliper_cuda_activity_profile_summary_v2.cali", 393, 1,
      ["scale#sum#cupti.host.duration", "sum#scale#cupti.activity.duration (inc)"]),
 ] + [
-    ("rajaperf-quartz_" + f.replace("/", "_")[: -len(".cali")], "rajaperf-quartz", f, 74, 1, ["Node order"])
+    ("rajaperf-quartz_" + f.replace("/", "_")[: -len(".cali")], "rajaperf-quartz", f, 74, 1, [])
     for f in QUARTZ
 ]
 
@@ -77,12 +77,15 @@ def test_spot_statistics_are_inclusive_and_never_derived(shared_data):
     for name in SPOT:
         assert rows.metric(name).role == INCLUSIVE and rows.metric(name).pair is None
         assert rows.metric(name).unit == "sec"
-    for name in RAJA + ["Node order"]:  # any#any#max#<x> kernel attributes, min#min#aggregate.slot
+    for name in RAJA:  # any#any#max#<x> kernel attributes
         assert rows.metric(name).role == OTHER
+    assert all(m.name != "Node order" for m in rows.metrics)  # min#min#aggregate.slot: the frames' order
     assert gf.inc_metrics == SPOT and gf.exc_metrics == []
     df = gf.dataframe.set_index("name")
     assert df.loc["RAJAPerf", "Total time"] == pytest.approx(103.476380)  # the file's value, not a sum
-    assert df.loc["Basic_DAXPY", "Node order"] == 4 and df.loc["RAJAPerf", "Node order"] == 1
+    # the file's Node order: RAJAPerf 1, Basic_DAXPY 4, ... is the frames' order
+    order = rows.frames.column("name").to_pylist()
+    assert order.index("RAJAPerf") < order.index("Basic_DAXPY")
 
 
 def test_lulesh_roles_and_derived_inclusive(shared_data):

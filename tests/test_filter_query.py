@@ -14,7 +14,7 @@ from trees import small_exclusive_only
 
 def test_filter_with_object_query_squashes():
     gf = frame_of(small_exclusive_only())
-    out = gf.filter([{"name": "main"}, "*", {"name": "c"}])  # every path main ... c
+    out = gf.filter([{"name": "main"}, "*", {"name": "c"}], multi_index_mode="mean")  # every path main ... c
     assert by_path(out, "time") == {("main",): 1, ("main", "a"): 66, ("main", "a", "c"): 4, ("main", "b"): 16,
                                     ("main", "b", "c"): 32}
     assert by_path(out, "time (inc)")[("main",)] == 1 + 66 + 4 + 16 + 32
@@ -22,7 +22,8 @@ def test_filter_with_object_query_squashes():
 
 def test_filter_with_string_and_matcher_queries_agree():
     gf = frame_of(small_exclusive_only())
-    a = gf.filter('MATCH (".", p)->("*", q) WHERE p."name" = "b" AND q."time" >= 0', squash=False)
+    a = gf.filter('MATCH (".", p)->("*", q) WHERE p."name" = "b" AND q."time" >= 0', squash=False,
+                  multi_index_mode="mean")
     # multi-rank data: like Hatchet, a matcher predicate receives the node's rows (a DataFrame)
     b = gf.filter(QueryMatcher().match(".", lambda rows: (rows["name"] == "b").all()).rel("*"), squash=False)
     assert sorted(a.dataframe["name"]) == sorted(b.dataframe["name"]) == ["b", "b", "c", "c"]

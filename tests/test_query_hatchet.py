@@ -3,9 +3,9 @@
 Every expected list below comes from RUNNING hatchet 2026.2.0 (``.bench-venv``) on the same literals
 (``tests/literal.py``): ``hatchet.query.QueryEngine().apply(query, gf.graph, gf.dataframe)`` on
 ``GraphFrame.from_literal(literal)``, each matched node written as its call path ``"root/child/..."``.
-For multi-rank data Hatchet's dataframe was re-indexed by (node, rank) with both ranks' values, and the
-"off" expectations were obtained after Hatchet's ``drop_index_levels()`` (mean), which is what perflake's
-default mode reads.
+For multi-rank data Hatchet's dataframe was re-indexed by (node, rank) with both ranks' values; there Hatchet's
+"off" raises MultiIndexModeMismatch (so does perflake's), and the "mean" expectations (perflake's mode) were
+obtained after Hatchet's ``drop_index_levels()`` (mean).
 """
 
 from __future__ import annotations
@@ -294,8 +294,8 @@ RANK_QUERIES = {
     "inc_ge_10": [{"time (inc)": ">= 10"}],
     "str_child": 'MATCH (".", p)->(".", q) WHERE p."name" = "b" AND q."time" > 20',
 }
-RANK_EXPECTED = {  # from hatchet 2026.2.0 ("off": after drop_index_levels(), i.e. the mean)
-    "off": {
+RANK_EXPECTED = {  # from hatchet 2026.2.0 ("mean": "off" after drop_index_levels(), i.e. the mean)
+    "mean": {
         "time_gt_10": [
             "main/a", "main/b/c",
         ],
@@ -325,13 +325,22 @@ RANK_EXPECTED = {  # from hatchet 2026.2.0 ("off": after drop_index_levels(), i.
 }
 
 
-@pytest.mark.parametrize("mode", ["off", "any", "all"])
+@pytest.mark.parametrize("mode", ["mean", "any", "all"])
 @pytest.mark.parametrize("key", list(RANK_QUERIES))
 def test_multi_rank_modes(mode, key):
     gf = L.graphframe(L.RANKS_GRAPH)
     assert gf.dataframe.index.names == ["node", "rank"]
     assert paths(gf, RANK_QUERIES[key], mode) == RANK_EXPECTED[mode][key]
     assert paths(gf, Q.to_query(RANK_QUERIES[key], mode)) == RANK_EXPECTED[mode][key]  # mode set on the query
+
+
+@pytest.mark.parametrize("key", list(RANK_QUERIES))
+def test_multi_rank_off_is_refused(key):
+    # hatchet 2026.2.0: an ObjectQuery with multi_index_mode="off" on (node, rank)-indexed data raises
+    # MultiIndexModeMismatch (its string dialect fails with "Type mismatch"; perflake raises the same for both)
+    gf = L.graphframe(L.RANKS_GRAPH)
+    with pytest.raises(Q.MultiIndexModeMismatch):
+        paths(gf, RANK_QUERIES[key], "off")
 
 
 def test_multi_rank_callable_receives_the_nodes_rows():

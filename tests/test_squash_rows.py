@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import perflake
-from perflake.frame.graphframe import GraphFrame
+from perflake.frame.graphframe import EmptyFilter, GraphFrame
 from perflake.ingest.normalize import normalize
 from perflake.interop.json_files import read_hatchet_json
 from perflake.readers.base import Metric
@@ -80,9 +80,11 @@ def test_squash_never_adds_a_row_the_filter_removed(case, update):
     nodes, values, seed, keep = case
     gf = frame_of(profile(nodes, values, [Metric("time", "exclusive")]))
     mask = np.random.default_rng(seed).random(len(gf.dataframe)) < keep
-    filtered = gf.filter(lambda df: pd.Series(mask, index=df.index), squash=False)
-    if filtered.dataframe.empty:
+    if not mask.any():  # nothing kept: Hatchet's EmptyFilter
+        with pytest.raises(EmptyFilter):
+            gf.filter(lambda df: pd.Series(mask, index=df.index), squash=False)
         return
+    filtered = gf.filter(lambda df: pd.Series(mask, index=df.index), squash=False)
     out = filtered.squash(update_inclusive_columns=update)
 
     # what must come out: one row per (squashed call path, rank, thread) of a kept row, its values summed
@@ -173,9 +175,10 @@ def test_filter_and_squash_rows_and_values_are_hatchets(shared_data, bench_pytho
 
 def test_the_issue_example_on_the_shared_literal(shared_data):
     """The issue's call: read_hatchet_json(x).filter(lambda d: d["time"] > 1e5).  On ../shared's
-    hatchet-graph-literal.json (24 rows, times 0-15) nothing passes: 0 rows with and without squash.
-    Deviation, on purpose: Hatchet raises EmptyFilter there; perflake returns the empty frame."""
+    hatchet-graph-literal.json (24 rows, times 0-15) nothing passes: EmptyFilter with and without squash, as
+    Hatchet 2026.2.0 raises (issue 15)."""
     gf = read_hatchet_json(shared_data("json/hatchet-graph-literal.json"))
     assert len(gf.dataframe) == 24
     for squash in (False, True):
-        assert len(gf.filter(lambda d: d["time"] > 1e5, squash=squash).dataframe) == 0
+        with pytest.raises(EmptyFilter):
+            gf.filter(lambda d: d["time"] > 1e5, squash=squash)

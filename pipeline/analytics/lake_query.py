@@ -31,12 +31,16 @@ def unknown_attributes(lake, q, run_ids: list[str]) -> list[str]:
     return sorted(wanted - known)
 
 
-def query(lake, q, *, runs=None, where: str | None = None, multi_index_mode: str = "off", graphframes: bool = False):
+def query(lake, q, *, runs=None, where: str | None = None, multi_index_mode: str = "mean", graphframes: bool = False):
     """Apply ``q`` (any query form) to each selected run.
+
+    ``multi_index_mode`` defaults to perflake's "mean" (a condition reads each node's mean over ranks/threads), so
+    one query works on single- and multi-rank runs alike; Hatchet's "off" refuses multi-rank runs.
 
     Returns a DataFrame (run_id, node_id, depth, name, path) of matched nodes, or with ``graphframes=True``
     a dict run_id -> filtered and squashed GraphFrame.
     """
+    from perflake.filter import filter_rows
     from perflake.query import apply
 
     out, frames = [], {}
@@ -44,7 +48,7 @@ def query(lake, q, *, runs=None, where: str | None = None, multi_index_mode: str
         gf = lake.graphframe(run_id)
         nodes = apply(gf, q, multi_index_mode=multi_index_mode)
         if graphframes:
-            frames[run_id] = gf.filter(q, multi_index_mode=multi_index_mode)
+            frames[run_id] = filter_rows(gf, q, multi_index_mode=multi_index_mode, allow_empty=True).squash()
         for node in nodes:
             out.append({"run_id": run_id, "node_id": node.node_id, "depth": node.depth,
                         "name": node.frame.get("name"), "path": [str(n.frame.get("name")) for n in node.path()]})

@@ -1,8 +1,10 @@
 """GraphFrame: a Hatchet-compatible result object (``.graph`` + ``.dataframe``), built once from tables.
 
 The dataframe is indexed by ``node`` plus ``rank`` / ``thread`` when the run has more than one of them (the
-levels that vary, as Hatchet does).  Unlike Hatchet's TAU reader, a value that was not measured stays NaN
-rather than becoming 0, and a missing file/module is None rather than the integer 0.
+levels that vary, as Hatchet does).  Columns are typed as Hatchet types them: ``name``, ``file``, ``module``
+object dtype, ``line``/``end_line`` int64 when every line is known (else object, None where unknown), metrics
+float64.  Unlike Hatchet's TAU reader, a value that was not measured stays NaN rather than becoming 0, and a
+missing file/module/line is None rather than the integer 0 (README "Differences from Hatchet").
 
 The methods are Hatchet's (names, arguments, behaviour); each is a thin call into its own module:
 perflake.interop.literal (from_literal, from_lists, to_literal), .aggregate (drop_index_levels, groupby_aggregate),
@@ -20,12 +22,18 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from perflake.errors import EmptyFilter, InvalidFilter, UsageError  # noqa: F401 (Hatchet's names live here too)
 from perflake.frame.defaults import frame_default
-from perflake.errors import UsageError
 from perflake.frame.graph import Graph
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
+from perflake.render.tree import RENAMED_TREE_ARGS, renamed_arguments
 
 EXTRA_FRAME_COLUMNS = ("file", "module", "line", "end_line")
+
+
+def _typed_column(values: np.ndarray, index, integral: bool) -> pd.Series:
+    """Text object dtype (not pandas 3's string dtype); a line column int64 when every line is known."""
+    return pd.Series(values.astype(np.int64), index=index) if integral else pd.Series(values, index=index, dtype=object)
 
 
 class GraphFrame:
@@ -101,7 +109,8 @@ class GraphFrame:
         for c in ("name", *[c for c in EXTRA_FRAME_COLUMNS if c in nodes.column_names]):
             per_node = np.empty(n_nodes, dtype=object)
             per_node[node_pos] = nodes.column(c).to_pylist()
-            columns[c] = per_row(per_node)
+            known = c in ("line", "end_line") and n_nodes > 0 and all(v is not None for v in per_node)
+            columns[c] = _typed_column(per_row(per_node), index, known)
         frame = pd.DataFrame({**columns, **data}, index=index)
         return cls(
             graph,
@@ -134,11 +143,15 @@ class GraphFrame:
 
     @staticmethod
     def from_caliperreader(filename_or_caliperreader, native=False, string_attributes=None) -> "GraphFrame":
-        """A ``.cali`` file (Hatchet's ``from_caliperreader``: its non-native names such as ``time``)."""
-        from perflake.read import read_caliper
+        """A ``.cali`` file, or a ``caliperreader.CaliperReader`` that has read one (Hatchet's
+        ``from_caliperreader``: its non-native names such as ``time``)."""
+        from perflake.read import read_caliper, read_rows
+        from perflake.readers.caliper_records import is_caliper_reader, read_caliper_reader
 
         if native:
             raise UsageError("from_caliperreader(native=True) is not supported: metrics get Hatchet's default names")
+        if is_caliper_reader(filename_or_caliperreader):
+            return read_rows(read_caliper_reader(filename_or_caliperreader))
         return read_caliper(filename_or_caliperreader)
 
     @staticmethod
@@ -200,12 +213,15 @@ class GraphFrame:
         return to_literal(self, name, rank, thread, cat_columns)
 
     # -- Hatchet API --------------------------------------------------------------------------------------
+    @renamed_arguments(RENAMED_TREE_ARGS)
     def tree(self, metric_column=None, annotation_column=None, precision: int = 3, name_column: str = "name",
              expand_name: bool = False, context_column: str | None = "file", rank: int = 0, thread: int = 0,
              depth: int = 10000, highlight_name: bool = False, colormap: str = "RdYlGn",
              invert_colormap: bool = False, colormap_annotations=None, render_header: bool = True,
              min_value=None, max_value=None, *, colour: bool | None = None) -> str:
-        """The call tree as text, laid out as Hatchet's ``tree()`` (colour only on a terminal unless ``colour``)."""
+        """The call tree as text, laid out as Hatchet's ``tree()`` (colour only on a terminal unless ``colour``).
+        Hatchet's old argument names (``metric``, ``name``, ``expand_names``, ``context``, ``invert_colors``) raise
+        ValueError naming the new one, as in Hatchet."""
         from perflake.render.tree import render
 
         return render(self, metric_column=metric_column, annotation_column=annotation_column, precision=precision,
@@ -275,7 +291,10 @@ class GraphFrame:
 
     def filter(self, filter_obj, squash: bool = True, update_inc_cols: bool = True, num_procs=None, rec_limit=None,
                multi_index_mode: str = "off", *, update_inclusive_columns: bool | None = None) -> "GraphFrame":
-        """Rows for which ``filter_obj`` holds (a callable on rows, or a call-path query), then squash."""
+        """Rows for which ``filter_obj`` holds (a callable on rows, or a call-path query), then squash.
+
+        The callable sees ``row["node"]`` (and ``rank``/``thread``), as in Hatchet; InvalidFilter for an argument of
+        another kind, EmptyFilter when no row is left (see perflake.ops.filter)."""
         from perflake.ops.filter import filter_rows
 
         out = filter_rows(self, filter_obj, multi_index_mode=multi_index_mode)
@@ -414,6 +433,19 @@ class GraphFrame:
         from perflake.interop.json_files import from_hatchet_json
 
         return from_hatchet_json(json_spec)
+
+    def to_hdf(self, filename, key: str = "hatchet_graphframe", **kwargs) -> None:
+        """Store this frame in an HDF5 file under ``key`` (Hatchet's ``to_hdf``; ``perflake[hdf]``; hdf_store)."""
+        from perflake.hdf_store import to_hdf
+
+        to_hdf(self, filename, key, **kwargs)
+
+    @classmethod
+    def from_hdf(cls, filename, key: str | None = None, **kwargs) -> "GraphFrame":
+        """A frame stored by ``to_hdf`` (Hatchet's ``from_hdf``; ``key`` optional when the file has one)."""
+        from perflake.hdf_store import from_hdf
+
+        return from_hdf(filename, key, **kwargs)
 
     def __repr__(self) -> str:
         levels = ", ".join(self.dataframe.index.names)

@@ -21,8 +21,12 @@ Differences from llnl-hatchet 2026.2.0 (each covered by a test):
 * ``p... OR q...`` across two variables is a QueryError (Hatchet silently reads it as AND);
 * extensions: ``callpath_id`` (perflake's 64-bit call-path id; ``node_id``/``_hatchet_nid`` are Hatchet's
   pre-order numbers), parentheses in WHERE, case-insensitive keywords, ``<>``, frame attributes such as ``type``;
-* multi-rank data with ``multi_index_mode="off"`` uses the per-node mean of each numeric column (Hatchet's
-  ``drop_index_levels()`` default) instead of raising; "any"/"all" test every row, then reduce per node;
+* ``multi_index_mode``: "off" (Hatchet's default) on a frame indexed by node plus rank/thread raises
+  MultiIndexModeMismatch for the object dialect as in Hatchet, and for the string dialect too (where Hatchet fails
+  with "Type mismatch"); base-syntax callables get the node's rows (a DataFrame), as in Hatchet.  perflake adds
+  "mean": conditions read each node's mean over its rows (numeric columns, NaN skipped: Hatchet's
+  ``drop_index_levels()`` default); it is the default of ``Lake.query`` and ``perflake query``, so one query runs
+  on single- and multi-rank runs alike.  "any"/"all" test every row, then reduce per node;
 * a missing string counts as None (``IS NONE``); a numeric NaN does not.
 """
 

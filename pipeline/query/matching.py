@@ -26,9 +26,9 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.engine import sqlfiles
-from perflake.errors import InvalidMultiIndexMode, QueryError
+from perflake.errors import InvalidMultiIndexMode, MultiIndexModeMismatch, QueryError
 from perflake.query.compound import CompoundQuery
-from perflake.query.model import MULTI_INDEX_MODES, Query
+from perflake.query.model import MULTI_INDEX_MODES, Query, conds
 from perflake.query.predicates import NodeTable, evaluate
 
 START = -1
@@ -133,7 +133,13 @@ class _Run:
         elements = query.expanded()
         if not elements:
             raise QueryError("an empty query matches nothing: give at least one element")
-        table = self.node_table(query.multi_index_mode or self.mode)
+        mode = query.multi_index_mode or self.mode
+        table = self.node_table(mode)
+        if mode == "off" and table.multi and any(conds(pred) for _, pred in elements):
+            raise MultiIndexModeMismatch(
+                'multi_index_mode="off" cannot test conditions on a frame with several rows per node (indexed by '
+                f'{", ".join(map(str, self.gf.dataframe.index.names))}): use "any" or "all" (Hatchet\'s), "mean" '
+                "(perflake's: each node's mean), or drop_index_levels() first")
         masks: dict[int, np.ndarray] = {}
         node_col, elem_col = [], []
         for i, (_, pred) in enumerate(elements):
@@ -156,8 +162,9 @@ def match_node_ids(gf, query, *, multi_index_mode: str = "off", con: duckdb.Duck
     """The call-path ids (numpy uint64, graph pre-order) of every node on a path that ``query`` matches.
 
     ``query``: an object-dialect list, a string-dialect string, or a query object (``Query``, ``QueryMatcher``,
-    ``ObjectQuery``, ``StringQuery``, compound).  ``multi_index_mode`` ("off", "any", "all") says how conditions
-    read a node with several rows, unless the query object was built with its own mode.
+    ``ObjectQuery``, ``StringQuery``, compound).  ``multi_index_mode`` ("off", "any", "all", "mean") says how
+    conditions read a node with several rows, unless the query object was built with its own mode; "off" (Hatchet's
+    default) refuses a frame with several rows per node (MultiIndexModeMismatch), "mean" reads each node's mean.
     """
     if multi_index_mode not in MULTI_INDEX_MODES:
         raise InvalidMultiIndexMode(f"multi_index_mode must be one of {MULTI_INDEX_MODES}, not {multi_index_mode!r}")

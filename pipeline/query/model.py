@@ -20,7 +20,8 @@ from typing import Callable
 
 from perflake.errors import InvalidMultiIndexMode, InvalidQueryFilter, InvalidQueryPath
 
-MULTI_INDEX_MODES = ("off", "any", "all")
+# "off", "any", "all": Hatchet's; "mean": perflake's, each node's mean over its rows (the lake's and CLI's default)
+MULTI_INDEX_MODES = ("off", "any", "all", "mean")
 
 # Cond.op values; the dialects only ever build these
 NUMERIC_OPS = ("==", "!=", "<", "<=", ">", ">=")
@@ -114,7 +115,7 @@ class AbstractQuery:
 class Query(AbstractQuery):
     """A path query (Hatchet's base syntax): ``Query().match(".", pred).rel("*").rel(2, other)``.
 
-    Predicates are callables taking the node's row.  ``multi_index_mode`` (``"off"``, ``"any"``, ``"all"``) is how
+    Predicates are callables taking the node's row.  ``multi_index_mode`` (``"off"``, ``"any"``, ``"all"``, ``"mean"``) is how
     the dialects' conditions treat a node with several rows; ``None`` leaves it to the caller of the engine.
     """
 

@@ -4,8 +4,10 @@ The inputs are the dataframe's columns plus ``depth``, ``node_id`` and ``_hatche
 node's position in the graph's pre-order), ``callpath_id`` (perflake's 64-bit call-path id), ``is_leaf`` and the
 frame attributes that are not columns (``type``).  How a node with several rows (ranks, threads) is read:
 
-* ``"off"`` (default): one value per node, the mean over its rows for numeric columns (NaN skipped, Hatchet's
-  ``drop_index_levels()`` default) and the first non-missing value for the others;
+* ``"off"`` (default, Hatchet's): one row per node; a frame indexed by node plus rank/thread is refused
+  (MultiIndexModeMismatch, raised by the engine, as Hatchet's dialects refuse it);
+* ``"mean"`` (perflake's, the lake's and CLI's default): one value per node, the mean over its rows for numeric
+  columns (NaN skipped, Hatchet's ``drop_index_levels()`` default) and the first non-missing value for the others;
 * ``"any"`` / ``"all"``: each condition is tested on every row, then reduced per node with any / all (per
   condition, before NOT/AND/OR, as Hatchet's dialects do).  A node without rows satisfies neither.
 
@@ -96,7 +98,7 @@ class NodeTable:
         if attr not in df.columns:
             return pd.Series([n.frame.attrs.get(attr) for n in t.nodes], dtype=object), False
         col = df[attr].reset_index(drop=True)
-        per_row = self.mode != "off" and self.multi
+        per_row = self.mode in ("any", "all") and self.multi
         if per_row and (per_node := self._frame_column(attr, col)) is not None:
             return per_node, False
         if not ptypes.is_numeric_dtype(col) and not ptypes.is_bool_dtype(col):

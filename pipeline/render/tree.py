@@ -12,7 +12,8 @@ Linear in the number of nodes (rows are looked up once, in a dict).
 Differences from Hatchet, on purpose: the header (``render_header``) is perflake's own line, ``perflake
 <version> · metric: <shown>``, not Hatchet's banner and version (printing them would claim to be Hatchet);
 a missing context (None, NaN) prints nothing where Hatchet prints
-``None`` (or ``0`` for TAU, whose reader writes 0 for a missing file); ``colormap`` may name any matplotlib
+``None`` (or ``0`` for TAU, whose reader writes 0 for a missing file), except HPCToolkit's unknown file, printed
+``<unknown file>`` as Hatchet prints it; ``colormap`` may name any matplotlib
 colour map (Hatchet 2026.2.0 accepts only its default, ``RdYlGn``); ``colormap_annotations`` colours the
 annotation: a list of colours (names or xterm-256 numbers) taken in turn by the sorted distinct values, a
 dict value -> colour, or a matplotlib colour map name.
@@ -20,6 +21,7 @@ dict value -> colour, or a matplotlib colour map name.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 
@@ -27,6 +29,30 @@ import numpy as np
 
 from perflake.errors import RenderError
 from perflake.frame.node_values import location_mask, metric_names
+
+
+# tree() arguments Hatchet renamed: the old name is a ValueError naming the new one, both names a TypeError
+RENAMED_TREE_ARGS = {"metric": "metric_column", "name": "name_column", "expand_names": "expand_name",
+                     "context": "context_column", "invert_colors": "invert_colormap"}
+
+
+def renamed_arguments(old_to_new: dict):
+    """Decorator: a keyword argument under an old name fails loudly, as Hatchet's ``tree()`` does, rather than
+    being silently ignored or mistaken for another argument."""
+
+    def wrap(func):
+        @functools.wraps(func)
+        def checked(*args, **kwargs):
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f'{func.__name__}() received both "{old}=" and "{new}="')
+                    raise ValueError(f'{func.__name__}() parameter "{old}=" has been renamed: use "{new}="')
+            return func(*args, **kwargs)
+
+        return checked
+
+    return wrap
 
 
 def header(metrics) -> str:
@@ -37,6 +63,10 @@ def header(metrics) -> str:
     return f"perflake {__version__} \u00b7 {label}: {', '.join(map(str, metrics))}\n\n"
 
 
+# An HPCToolkit (experiment.xml) profile -- its run metadata has this key -- spells an unknown file as HPCToolkit
+# and Hatchet do; the lake stores it as null (the canonical model), the tree prints HPCToolkit's spelling.
+HPCTOOLKIT_MARK = "hpctoolkit.xml_version"
+UNKNOWN_FILE = "<unknown file>"
 RESET = "\033[0m"
 FAINT = "\033[2m"
 HIGHLIGHT = "\033[48;5;246m\033[38;5;232m"
@@ -183,6 +213,7 @@ def render(
     cols = list(dict.fromkeys(c for c in [*metrics, name_column, *extras] if c in df.columns))
     table = {c: df[c].to_numpy() for c in cols}
     has_context = bool(context_column) and context_column in table
+    unknown_context = UNKNOWN_FILE if context_column == "file" and HPCTOOLKIT_MARK in gf.metadata else None
     annotations = table.get(annotation_column) if annotation_column else None
     sides = np.asarray(table[MISSING], dtype=np.int64) if MISSING in table else None
     row_of = {node: i for i, node in enumerate(nodes)}
@@ -224,8 +255,10 @@ def render(
         if side in (1, 2):
             mark, code = LEFT_MARK if side == 1 else RIGHT_MARK
             parts.append(f" \033[38;5;{code}m{mark} {RESET}" if use_colour else f" {mark} ")
-        if has_context and i is not None and _present(table[context_column][i]):
-            ctx = table[context_column][i]
+        ctx = table[context_column][i] if has_context and i is not None else None
+        if not _present(ctx):
+            ctx = unknown_context if has_context and i is not None else None
+        if ctx is not None:
             parts.append(f" {FAINT}{ctx}{RESET}" if use_colour else f" {ctx}")
         parts.append("\n")
         return "".join(parts)

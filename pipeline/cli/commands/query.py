@@ -39,9 +39,9 @@ def register(sub, *, lake_arg, fmt_arg) -> None:
     sp.add_argument("runs", nargs="*", help="run ids (default: all runs, or --where)")
     lake_arg(sp)
     sp.add_argument("--where", help="SQL condition on the runs catalog, e.g. \"format = 'tau' and ranks >= 64\"")
-    sp.add_argument("--multi-index-mode", choices=["off", "any", "all"], default="off",
-                    help="metric conditions on multi-rank runs: off = on each node's mean over ranks/threads "
-                         "(default), any/all = on any/every rank and thread")
+    sp.add_argument("--multi-index-mode", choices=["mean", "any", "all", "off"], default="mean",
+                    help="metric conditions on multi-rank runs: mean = on each node's mean over ranks/threads "
+                         "(default), any/all = on any/every rank and thread, off = refuse multi-rank runs (Hatchet's)")
     sp.add_argument("--max-rows", type=int, default=100)
     fmt_arg(sp)
     sp.set_defaults(func=cmd_query)
