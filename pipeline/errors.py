@@ -76,7 +76,7 @@ class UsageError(PerflakeError):
     """An option value perflake cannot use (an unknown statistic, a bad choice); says what is accepted."""
 
 
-# Hatchet's filter exception names (hatchet.graphframe; exported there by perflake.graphframe too)
+# Hatchet's filter exception names (hatchet.graphframe; exported there by perflake.frame.graphframe too)
 class InvalidFilter(UsageError, TypeError):
     """``GraphFrame.filter`` got something that is neither a callable, a query list, a query string nor a query
     object."""

@@ -15,7 +15,7 @@ import hatchet_load
 import literal as L
 from conftest import need_bench_python
 from perflake import GraphFrame
-from perflake.graphframe import EmptyFilter, InvalidFilter
+from perflake.frame.graphframe import EmptyFilter, InvalidFilter
 
 # each: (name, source of the callable, squash); the callable reads row["node"] (and row["rank"])
 CALLABLES = [

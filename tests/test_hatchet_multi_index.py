@@ -17,7 +17,7 @@ import hatchet_load
 from conftest import DATA, _need, need_bench_python
 from perflake import GraphFrame
 from perflake import query as pq
-from perflake.graphframe import EmptyFilter
+from perflake.frame.graphframe import EmptyFilter
 
 OBJECT = [{"name": "MPI_.*", "time": "> 10"}]
 OBJECT2 = [{"name": "[.]TAU.*"}, "*", {"time (inc)": ">= 20000"}]

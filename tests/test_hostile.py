@@ -336,7 +336,7 @@ def test_sql_allow_write_gives_duckdbs_full_power(tmp_path, unchanged):
 CATASTROPHIC = textwrap.dedent("""
     import sys, time
     from perflake import GraphFrame
-    from perflake.graphframe import EmptyFilter
+    from perflake.frame.graphframe import EmptyFilter
     names = ["a" * 3000 + "!", "a" * 25 + "b", "main"]
     gf = GraphFrame.from_literal([{"frame": {"name": "main"}, "metrics": {"time": 1.0},
                                    "children": [{"frame": {"name": n}, "metrics": {"time": 1.0}} for n in names]}])

@@ -40,7 +40,7 @@ def query(lake, q, *, runs=None, where: str | None = None, multi_index_mode: str
     Returns a DataFrame (run_id, node_id, depth, name, path) of matched nodes, or with ``graphframes=True``
     a dict run_id -> filtered and squashed GraphFrame.
     """
-    from perflake.filter import filter_rows
+    from perflake.ops.filter import filter_rows
     from perflake.query import apply
 
     out, frames = [], {}

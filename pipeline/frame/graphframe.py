@@ -436,14 +436,14 @@ class GraphFrame:
 
     def to_hdf(self, filename, key: str = "hatchet_graphframe", **kwargs) -> None:
         """Store this frame in an HDF5 file under ``key`` (Hatchet's ``to_hdf``; ``perflake[hdf]``; hdf_store)."""
-        from perflake.hdf_store import to_hdf
+        from perflake.interop.hdf_store import to_hdf
 
         to_hdf(self, filename, key, **kwargs)
 
     @classmethod
     def from_hdf(cls, filename, key: str | None = None, **kwargs) -> "GraphFrame":
         """A frame stored by ``to_hdf`` (Hatchet's ``from_hdf``; ``key`` optional when the file has one)."""
-        from perflake.hdf_store import from_hdf
+        from perflake.interop.hdf_store import from_hdf
 
         return from_hdf(filename, key, **kwargs)
 

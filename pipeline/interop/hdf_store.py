@@ -123,8 +123,8 @@ def _pick_key(store, filename, key):
 
 def from_hdf(filename, key: str | None = None, **kwargs):
     """Read the GraphFrame stored under ``key`` (the only one in the file when ``key`` is None)."""
-    from perflake.graph import Frame, Graph, Node
-    from perflake.graphframe import GraphFrame
+    from perflake.frame.graph import Frame, Graph, Node
+    from perflake.frame.graphframe import GraphFrame
 
     _tables()
     if kwargs:
