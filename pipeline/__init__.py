@@ -68,7 +68,12 @@ def __dir__() -> list[str]:
 
 
 # --- compat: old import paths of moved public modules (written by relayout.py) ---
-_MOVED_MODULES = {'perflake.hatchet_json': 'perflake.interop.json_files', 'perflake.query.engine': 'perflake.query.matching', 'perflake.plots.imbalance': 'perflake.plots.imbalance_bars', 'perflake.plots.scaling': 'perflake.plots.scaling_lines'}  # relayout: keep
+_MOVED_MODULES = {  # relayout: keep
+    'perflake.hatchet_json': 'perflake.interop.json_files',  # relayout: keep
+    'perflake.query.engine': 'perflake.query.matching',  # relayout: keep
+    'perflake.plots.imbalance': 'perflake.plots.imbalance_bars',  # relayout: keep
+    'perflake.plots.scaling': 'perflake.plots.scaling_lines',  # relayout: keep
+}
 
 
 class _MovedModule:

@@ -115,8 +115,9 @@ class AbstractQuery:
 class Query(AbstractQuery):
     """A path query (Hatchet's base syntax): ``Query().match(".", pred).rel("*").rel(2, other)``.
 
-    Predicates are callables taking the node's row.  ``multi_index_mode`` (``"off"``, ``"any"``, ``"all"``, ``"mean"``) is how
-    the dialects' conditions treat a node with several rows; ``None`` leaves it to the caller of the engine.
+    Predicates are callables taking the node's row.  ``multi_index_mode`` (``"off"``, ``"any"``, ``"all"``,
+    ``"mean"``) is how the dialects' conditions treat a node with several rows; ``None`` leaves it to the caller
+    of the engine.
     """
 
     def __init__(self, multi_index_mode: str | None = None):
