@@ -21,16 +21,39 @@ import pandas as pd
 import pyarrow as pa
 
 from perflake.defaults import frame_default
-from perflake.errors import UsageError
+from perflake.errors import GraphFrameArgumentError, UsageError
 from perflake.graph import Graph
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
 
 EXTRA_FRAME_COLUMNS = ("file", "module", "line", "end_line")
 
 
+def _rehashed(index: pd.Index) -> pd.Index:
+    """The same index rebuilt, so that pandas hashes its Node values anew."""
+    if isinstance(index, pd.MultiIndex):
+        level = index.names.index("node")
+        fresh = pd.Index(list(index.levels[level]), dtype=object, name="node")
+        return index.set_levels(fresh, level=level, verify_integrity=False)
+    return pd.Index(list(index), dtype=object, name=index.name)
+
+
 class GraphFrame:
     def __init__(self, graph: Graph, dataframe: pd.DataFrame, exc_metrics=None, inc_metrics=None,
                  default_metric: str | None = None, metadata: dict | None = None):
+        """Hatchet's constructor: ``graph`` and a ``dataframe`` indexed by its nodes (level ``node``, maybe
+        ``rank``/``thread``).  A graph built by hand gets its call-path ids here (perflake.graph_ids)."""
+        if graph is None:
+            raise GraphFrameArgumentError("GraphFrame() requires a Graph")
+        if dataframe is None:
+            raise GraphFrameArgumentError("GraphFrame() requires a DataFrame")
+        if "node" not in list(dataframe.index.names):
+            raise GraphFrameArgumentError("the dataframe given to GraphFrame() must have an index level called "
+                                          f"'node', not {list(dataframe.index.names)}")
+        if not graph.has_ids():
+            from perflake.graph_ids import assign_ids
+
+            assign_ids(graph)
+            dataframe.index = _rehashed(dataframe.index)  # the nodes' hashes changed with their ids
         self.graph = graph
         self.dataframe = dataframe
         self.exc_metrics = list(exc_metrics or [])

@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # pandas and the GraphFrame load on first use: ingest needs n
 _EMPTY = {
     "nodes": pa.schema([("run_id", pa.string()), ("node_id", pa.uint64()), ("parent_id", pa.uint64()),
                         ("depth", pa.int32()), ("name", pa.string()), ("type", pa.string()), ("file", pa.string()),
-                        ("line", pa.int64()), ("end_line", pa.int64()), ("module", pa.string())]),
+                        ("line", pa.int64()), ("end_line", pa.int64()), ("module", pa.string()),
+                        ("child_order", pa.int32())]),
     "edges": pa.schema([("run_id", pa.string()), ("parent_id", pa.uint64()), ("child_id", pa.uint64())]),
     "metrics": pa.schema([("run_id", pa.string()), ("node_id", pa.uint64()), ("rank", pa.int32()), ("thread", pa.int32())]),
 }

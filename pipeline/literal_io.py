@@ -31,9 +31,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from perflake.graph import NO_TYPE, ordered
 from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 FRAME_ATTRS = ("file", "line", "end_line", "module")
+TEXT_ATTRS = ("file", "module")  # also read from "metrics" when they hold text there
 _SKIP = ("_hatchet_nid",)
 
 
@@ -52,9 +54,12 @@ def _walk(literal) -> list[tuple[int, int, dict]]:
 
 def _frame(node: dict) -> dict:
     frame, metrics, attributes = node.get("frame") or {}, node.get("metrics") or {}, node.get("attributes") or {}
-    out = {"name": str(frame.get("name") or node.get("name")), "type": frame.get("type")}
+    kind = frame.get("type")
+    out = {"name": str(frame.get("name") or node.get("name")), "type": None if kind == NO_TYPE else kind}
     for key in FRAME_ATTRS:
-        value = frame.get(key, metrics.get(key, attributes.get(key)))
+        value = frame.get(key, attributes.get(key))
+        if value is None and key in TEXT_ATTRS and isinstance(metrics.get(key), str):
+            value = metrics[key]
         missing = value is None or (isinstance(value, float) and np.isnan(value))
         out[key] = None if missing else int(value) if key in ("line", "end_line") else str(value)
     return out
@@ -82,6 +87,66 @@ def _roles(names: list[str]) -> tuple[list[Metric], list[str]]:
         if stem is None:
             exclusive.append(name)
     return metrics, exclusive
+
+
+def _hatchet_id(node: dict):
+    """The entry's ``_hatchet_nid`` when it names a node (a number other than -1), else None."""
+    nid = (node.get("metrics") or {}).get("_hatchet_nid")
+    ok = isinstance(nid, numbers.Number) and not isinstance(nid, bool) and nid == nid and nid != -1
+    return nid if ok else None
+
+
+def _shared(rows):
+    """Hatchet's rule for entries sharing a ``_hatchet_nid``: the first is the node, a later one is that node
+    again under another parent (its metrics are ignored, its children are the node's).  Returns the rows of the
+    distinct nodes (renumbered, each under the first parent it appears under) and, when some entry repeats a
+    node, every (parent row | -1, child row) link in the literal's order; else None."""
+    first, canon = {}, []
+    for i, (_, _, node) in enumerate(rows):
+        nid = _hatchet_id(node)
+        canon.append(first.setdefault(nid, i) if nid is not None else i)
+    kept = [i for i in range(len(rows)) if canon[i] == i]
+    if len(kept) == len(rows):
+        return rows, None
+    new = {old: k for k, old in enumerate(kept)}
+    out = [(k, new[canon[rows[i][1]]] if rows[i][1] >= 0 else -1, rows[i][2]) for k, i in enumerate(kept)]
+    links = [(new[canon[p]] if p >= 0 else -1, new[canon[i]]) for i, (_, p, _) in enumerate(rows)]
+    return out, links
+
+
+def _relink(gf, frame_table: pa.Table, links) -> None:
+    """Give ``gf`` the literal's links (a DAG, maybe with cycles): the rows' nodes linked as ``links`` say, in
+    the literal's order, then numbered again; the dataframe follows the new pre-order."""
+    from perflake.graph import Graph
+    from perflake.graphframe import _rehashed
+    from perflake.normalize import local_nodes
+
+    ids = local_nodes(frame_table.add_column(0, "run_id", pa.array(np.zeros(frame_table.num_rows, np.int32))))
+    by_id = gf.graph.node_by_id()
+    node_of = dict(zip(ids.column("local_id").to_pylist(), (by_id[i] for i in ids.column("node_id").to_pylist())))
+    kids: dict[int, list] = {id(n): [] for n in gf.graph}
+    ups: dict[int, list] = {id(n): [] for n in gf.graph}
+    roots, done = [], set()
+    for p, c in links:
+        child = node_of[c]
+        parent = node_of[p] if p >= 0 else None
+        key = (id(parent), id(child))
+        if key in done:
+            continue
+        done.add(key)
+        if parent is None:
+            roots.append(child)
+        else:
+            kids[id(parent)].append(child)
+            ups[id(child)].append(parent)
+    for n in gf.graph:
+        n.children, n.parents = kids[id(n)], ups[id(n)]
+    gf.graph = Graph(roots)
+    gf.graph.enumerate_traverse()
+    nodes = gf.dataframe.index.get_level_values("node")
+    order = np.argsort(np.fromiter((n._hatchet_nid for n in nodes), np.int64, len(nodes)), kind="stable")
+    gf.dataframe = gf.dataframe.iloc[order]
+    gf.dataframe.index = _rehashed(gf.dataframe.index)  # the nodes' numbers (their hashes) changed
 
 
 def _paths(parents: list[int], keys: list[tuple]) -> list[tuple]:
@@ -120,9 +185,9 @@ def from_literal(literal):
     from perflake.graphframe import GraphFrame
     from perflake.normalize import normalize
 
-    rows = _walk(literal)
+    rows, links = _shared(_walk(literal))
     names = list(dict.fromkeys(k for _, _, node in rows for k in (node.get("metrics") or {})
-                                if k not in FRAME_ATTRS and k not in _SKIP))
+                                if k not in TEXT_ATTRS and k not in _SKIP))
     numeric = [m for m in names if all(_is_number((node.get("metrics") or {}).get(m)) for _, _, node in rows)]
     text = {m: [(node.get("metrics") or {}).get(m) for _, _, node in rows] for m in names if m not in numeric}
     for i, (_, _, node) in enumerate(rows):
@@ -158,19 +223,22 @@ def from_literal(literal):
     gf.default_metric = "time" if "time" in gf.dataframe.columns else (gf.exc_metrics + gf.inc_metrics + [None])[0]
     if text:
         _extra_columns(gf, rows, n.nodes, text)
+    if links is not None:
+        _relink(gf, frame_table, links)
     return gf
 
 
-def _list_literal(spec) -> dict:
-    if isinstance(spec, str):
-        return {"frame": {"name": spec}, "metrics": {"time": 1.0}}
-    name, *children = spec
-    return {"frame": {"name": str(name)}, "metrics": {"time": 1.0}, "children": [_list_literal(c) for c in children]}
-
-
 def from_lists(*lists):
-    """A GraphFrame from nested tuples, ``time`` = 1 per node and ``time (inc)`` derived (module docstring)."""
-    gf = from_literal([_list_literal(spec) for spec in lists])
+    """A GraphFrame of ``Graph.from_lists(*lists)``: ``time`` = 1 per node, ``time (inc)`` derived (module
+    docstring); a Node object used twice in the lists is one node with two parents, as in Hatchet."""
+    from perflake.graph import Graph
+    from perflake.graphframe import GraphFrame
+
+    graph = Graph.from_lists(*lists)
+    nodes = list(graph)
+    df = pd.DataFrame({"time": np.ones(len(nodes)), "name": pd.Series([n.frame.get("name") for n in nodes], dtype=object)
+                       .to_numpy()}, index=pd.Index(nodes, name="node", dtype=object))
+    gf = GraphFrame(graph, df, ["time"], [], default_metric="time")
     gf.update_inclusive_columns()
     return gf
 
@@ -214,17 +282,17 @@ def to_literal(gf, name: str = "name", rank: int = 0, thread: int = 0, cat_colum
                                if c in columns}}
 
     out, seen = [], set()
-    stack = [(root, out) for root in reversed(gf.graph.roots)]
+    stack = [(root, out) for root in reversed(ordered(gf.graph.roots))]
     while stack:
         node, siblings = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
         item = entry(node)
         siblings.append(item)
+        if id(node) in seen:  # met again (a DAG or a cycle): listed, its children under its first entry only
+            continue
+        seen.add(id(node))
         if node.children:
             item["children"] = []
-            stack.extend((child, item["children"]) for child in reversed(node.children))
+            stack.extend((child, item["children"]) for child in reversed(ordered(node.children)))
     for item in _iter(out):
         if item.get("children") == []:
             del item["children"]
