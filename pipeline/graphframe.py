@@ -392,16 +392,17 @@ class GraphFrame:
         return from_hatchet(hgf)
 
     def to_dict(self) -> dict:
-        """Hatchet's dict form (``GraphFrame.to_dict``)."""
+        """Hatchet's dict form (``GraphFrame.to_dict``: Hatchet's keys only)."""
         from perflake.hatchet_json import to_dict
 
-        return to_dict(self)
+        return to_dict(self, extensions=False)
 
     def to_json(self) -> str:
-        """Hatchet's JSON (``GraphFrame.to_json``), which Hatchet's ``from_json`` reads."""
+        """Hatchet's JSON (``GraphFrame.to_json``: Hatchet's keys only), which Hatchet's ``from_json`` reads;
+        ``perflake export`` (perflake.hatchet_json.write_hatchet_json) adds the default metric and metadata."""
         from perflake.hatchet_json import to_hatchet_json
 
-        return to_hatchet_json(self)
+        return to_hatchet_json(self, extensions=False)
 
     @classmethod
     def from_json(cls, json_spec: str) -> "GraphFrame":

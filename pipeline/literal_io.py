@@ -4,23 +4,28 @@ A literal is a list of roots ``{"frame": {"name": ..., "type": ...}, "metrics": 
 ``from_literal`` turns it into reader rows and sends them through the same normalisation as every profile
 (``perflake.normalize``), so a literal's call paths get the ids they would get from a file.  As in Hatchet,
 a metric whose name ends in ``(inc)`` is inclusive and every other numeric metric is exclusive (an
-exclusive ``X`` and an inclusive ``X (inc)`` are a pair); nothing is derived; ``default_metric`` is
-``time`` when there is one.  perflake extras: a metric value may be a list (one value per rank), non-numeric
-metric values and the ``attributes`` dict that ``to_literal`` writes become dataframe columns, and the
-frame keys ``file``, ``line``, ``end_line`` and ``module`` are frame attributes (part of identity) whether
-they sit in ``frame``, ``metrics`` or ``attributes``.  Differences from Hatchet: siblings with identical frames merge
-(values summed, as for every profile perflake reads), children are ordered by frame, a missing ``type`` is
-None (Hatchet writes the string ``'None'``), and frame keys other than name/type/file/line/end_line/module
-are ignored.
+exclusive ``X`` and an inclusive ``X (inc)`` are a pair; a metric named ``line`` is a metric); nothing is
+derived; ``default_metric`` is ``time`` when there is one; children and roots keep the literal's order
+(``node.children``), traversals go in frame order.  Entries that share a ``_hatchet_nid`` are one node, as in
+Hatchet: the first entry makes it, a later one links it under another parent (its metrics are ignored, its
+children are the node's), so a literal can describe a DAG, even a cycle.  perflake extras: a metric value
+may be a list (one value per rank), non-numeric metric values and the ``attributes`` dict that
+``to_literal`` writes become dataframe columns, and the frame keys ``file``, ``line``, ``end_line`` and
+``module`` in ``frame`` or ``attributes`` (``file``/``module`` also as text in ``metrics``) are frame
+attributes (part of identity).  Differences from Hatchet: siblings with identical frames merge (values
+summed, as for every profile perflake reads), ``_hatchet_nid`` is renumbered in pre-order, and frame keys
+other than name/type/file/line/end_line/module are ignored.
 
-``from_lists(*lists)``: each argument is a root ``(name, child, ...)`` where a child is a name (a leaf) or
-another such tuple; every node gets ``time`` = 1 and ``time (inc)`` is derived (Hatchet's behaviour).
+``from_lists(*lists)``: ``Graph.from_lists(*lists)`` (a Node object used twice is one node with two
+parents), every node with ``time`` = 1 and ``time (inc)`` derived, columns ``time``, ``name``, ``time (inc)``:
+Hatchet's behaviour, siblings with equal names included (call-path ids by perflake.graph_ids).
 
-``to_literal(gf, name="name", rank=0, thread=0, cat_columns=[])``: the graph in pre-order, each node with
-its ``name``, ``frame`` (with file/line/module when known, so the literal reads back to the same ids),
-``metrics`` (the exclusive and inclusive metrics at (rank, thread), plus ``_hatchet_nid``), ``attributes``
-(``cat_columns``) and ``children`` when it has any.  A value that was not measured stays NaN (Hatchet
-writes 0 for some of them).
+``to_literal(gf, name="name", rank=0, thread=0, cat_columns=[])``: the graph in pre-order (roots and
+children in frame order, as Hatchet writes them), each node with its ``name``, ``frame`` (with
+file/line/module when known, so the literal reads back to the same ids), ``metrics`` (the exclusive and
+inclusive metrics at (rank, thread), plus ``_hatchet_nid``), ``attributes`` (``cat_columns``) and
+``children`` when it has any; a node met again (DAG) is listed again without its children.  A value that
+was not measured stays NaN (Hatchet writes 0 for some of them).
 """
 
 from __future__ import annotations
@@ -114,41 +119,6 @@ def _shared(rows):
     return out, links
 
 
-def _relink(gf, frame_table: pa.Table, links) -> None:
-    """Give ``gf`` the literal's links (a DAG, maybe with cycles): the rows' nodes linked as ``links`` say, in
-    the literal's order, then numbered again; the dataframe follows the new pre-order."""
-    from perflake.graph import Graph
-    from perflake.graphframe import _rehashed
-    from perflake.normalize import local_nodes
-
-    ids = local_nodes(frame_table.add_column(0, "run_id", pa.array(np.zeros(frame_table.num_rows, np.int32))))
-    by_id = gf.graph.node_by_id()
-    node_of = dict(zip(ids.column("local_id").to_pylist(), (by_id[i] for i in ids.column("node_id").to_pylist())))
-    kids: dict[int, list] = {id(n): [] for n in gf.graph}
-    ups: dict[int, list] = {id(n): [] for n in gf.graph}
-    roots, done = [], set()
-    for p, c in links:
-        child = node_of[c]
-        parent = node_of[p] if p >= 0 else None
-        key = (id(parent), id(child))
-        if key in done:
-            continue
-        done.add(key)
-        if parent is None:
-            roots.append(child)
-        else:
-            kids[id(parent)].append(child)
-            ups[id(child)].append(parent)
-    for n in gf.graph:
-        n.children, n.parents = kids[id(n)], ups[id(n)]
-    gf.graph = Graph(roots)
-    gf.graph.enumerate_traverse()
-    nodes = gf.dataframe.index.get_level_values("node")
-    order = np.argsort(np.fromiter((n._hatchet_nid for n in nodes), np.int64, len(nodes)), kind="stable")
-    gf.dataframe = gf.dataframe.iloc[order]
-    gf.dataframe.index = _rehashed(gf.dataframe.index)  # the nodes' numbers (their hashes) changed
-
-
 def _paths(parents: list[int], keys: list[tuple]) -> list[tuple]:
     """The tuple of frame keys from the root to each row (parents listed before their children)."""
     out: list[tuple] = []
@@ -224,7 +194,11 @@ def from_literal(literal):
     if text:
         _extra_columns(gf, rows, n.nodes, text)
     if links is not None:
-        _relink(gf, frame_table, links)
+        from perflake.relink import relink
+
+        relink(gf, frame_table, links)
+    metric_cols = [m.name for m in metrics if m.name in gf.dataframe.columns]  # the literal's order (a "line"
+    gf.dataframe = gf.dataframe[[c for c in gf.dataframe.columns if c not in metric_cols] + metric_cols]  # too)
     return gf
 
 
