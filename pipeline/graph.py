@@ -14,19 +14,19 @@ position -- a copy's nodes equal the original's; to match call paths across grap
 reader met it, the literal's, the lists'), as Hatchet's do.  A traversal visits children sorted by frame, as
 Hatchet's ``traverse`` does (ties keep the input order), and ``_hatchet_nid`` numbers that traversal.
 
-A Graph is fixed once built: ``len(graph)`` and ``iter(graph)`` use the pre-order computed at construction
-(or by the last ``enumerate_traverse()``, which a caller that changes links by hand calls, as in Hatchet).
+A Graph is fixed once built: ``len``, ``iter`` and pre-order ``traverse()`` use the order computed at
+construction or by the last ``enumerate_traverse()`` (call it after changing links by hand, as in Hatchet).
 """
 
 from __future__ import annotations
 
 from functools import total_ordering
-from typing import Iterator
-
-import numpy as np
-import pyarrow as pa
+from typing import TYPE_CHECKING, Iterator
 
 from perflake.errors import MultiplePathError  # noqa: F401  (Hatchet's hatchet.node.MultiplePathError)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FRAME_KEYS = ("name", "type", "file", "line", "module")
 NO_TYPE = "None"  # what Hatchet's Frame puts under "type" when it is given none
@@ -46,6 +46,15 @@ class Frame:
         merged.setdefault("type", NO_TYPE)
         self.attrs = merged
         self._tuple = tuple(sorted(merged.items()))
+
+    @classmethod
+    def _of(cls, attrs: dict) -> "Frame":
+        """A frame of ``attrs`` (a dict the caller gives away) without the keyword merging: the bulk path."""
+        frame = cls.__new__(cls)
+        attrs = {k: v for k, v in attrs.items() if v is not None}
+        attrs.setdefault("type", NO_TYPE)
+        frame.attrs, frame._tuple = attrs, tuple(sorted(attrs.items()))
+        return frame
 
     @property
     def tuple_repr(self) -> tuple:
@@ -85,7 +94,7 @@ class Frame:
         return f"Frame({self})"
 
 
-def _text(pairs: tuple) -> tuple:
+def _text(pairs: tuple) -> tuple:  # a sort key that never compares values of different types
     return tuple((k, str(v)) for k, v in pairs)
 
 
@@ -100,18 +109,13 @@ def ordered(nodes) -> list:
     if len(nodes) < 2:
         return list(nodes)
     try:
-        return sorted(nodes, key=_frame_tuple)
+        return sorted(nodes, key=lambda n: n.frame._tuple)
     except TypeError:
         return sorted(nodes, key=lambda n: _text(n.frame._tuple))
 
 
-def _frame_tuple(node) -> tuple:
-    return node.frame._tuple
-
-
 def node_number(node) -> int:
-    """The node's ``_hatchet_nid`` (Hatchet's console renderer orders siblings and roots by it)."""
-    return node._hatchet_nid
+    return node._hatchet_nid  # Hatchet's console renderer orders siblings and roots by it
 
 
 def traversal_order(node):
@@ -211,34 +215,11 @@ class Node:
         return paths[0]
 
     def dag_equal(self, other: "Node", vs: set | None = None, vo: set | None = None) -> bool:
-        """True when the graphs below this node and ``other`` have the same structure and frames (Hatchet's)."""
-        vs = set() if vs is None else vs
-        vo = set() if vo is None else vo
-        vs.add(id(self))
-        vo.add(id(other))
-        first = _child_pairs(self, other)
-        if first is None:
-            return False
-        stack = [iter(first)]
-        while stack:
-            for a, b in stack[-1]:
-                if a.frame != b.frame:
-                    return False
-                seen_a, seen_b = id(a) in vs, id(b) in vo
-                if seen_a != seen_b:
-                    return False
-                if seen_a:
-                    continue
-                vs.add(id(a))
-                vo.add(id(b))
-                pairs = _child_pairs(a, b)
-                if pairs is None:
-                    return False
-                stack.append(iter(pairs))
-                break
-            else:
-                stack.pop()
-        return True
+        """True when the graphs below this node and ``other`` have the same structure and frames (Hatchet's;
+        see perflake.graph_ops.dag_equal)."""
+        from perflake.graph_ops import dag_equal
+
+        return dag_equal(self, other, vs, vo)
 
     def copy(self) -> "Node":
         """A node with a copy of this frame and no links, number or id (Hatchet's ``Node.copy``)."""
@@ -287,13 +268,6 @@ class Node:
 
     def __str__(self):
         return str(self.frame)
-
-
-def _child_pairs(a: Node, b: Node):
-    """The children of ``a`` and ``b`` paired in frame order; None when their numbers differ."""
-    if len(a.children) != len(b.children):
-        return None
-    return list(zip(sorted(a.children, key=lambda n: n.frame), sorted(b.children, key=lambda n: n.frame)))
 
 
 class Graph:
@@ -405,30 +379,7 @@ class Graph:
     @classmethod
     def from_nodes_table(cls, nodes: pa.Table, frame_columns=("name", "type")) -> "Graph":
         """Build from a nodes table (node_id, parent_id, depth, frame columns, and ``child_order``: a node's
-        position among its parent's children, or among the roots) in one pass.  Without child orders (a lake
-        written before schema 3, a table made from GraphFrames) siblings are in frame order."""
-        cols = {c: nodes.column(c).to_pylist() for c in frame_columns if c in nodes.column_names}
-        ids = nodes.column("node_id").to_numpy(zero_copy_only=False).astype(np.uint64).tolist()
-        parents = nodes.column("parent_id").to_pylist()
-        depth = nodes.column("depth").to_pylist()
-        rows = None
-        if "child_order" in nodes.column_names and nodes.column("child_order").null_count == 0:
-            rows = np.argsort(nodes.column("child_order").to_numpy(), kind="stable").tolist()
-        by_id = {}
-        for i, nid in enumerate(ids):
-            by_id[nid] = Node(Frame({c: cols[c][i] for c in cols}), depth=depth[i], node_id=nid)
-        roots = []
-        for i in range(len(ids)) if rows is None else rows:
-            node, pid = by_id[ids[i]], parents[i]
-            parent = by_id.get(pid) if pid is not None else None
-            if parent is None:
-                roots.append(node)
-            else:
-                node.parents.append(parent)
-                parent.children.append(node)
-        if rows is None:
-            for node in by_id.values():
-                if len(node.children) > 1:
-                    node.children = ordered(node.children)
-            roots = ordered(roots)
-        return cls(roots)
+        position among its parent's children, or among the roots); see perflake.graph_ops.from_nodes_table."""
+        from perflake.graph_ops import from_nodes_table
+
+        return from_nodes_table(nodes, frame_columns, cls)

@@ -12,6 +12,9 @@ graph may be shared by several GraphFrames, Hatchet's immutable-graph rule).
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
+
 from perflake.graph import Frame, Graph, Node, ordered
 
 
@@ -40,6 +43,46 @@ def equal(a: Graph, b: Graph) -> bool:
         if x.frame != y.frame or not x.dag_equal(y, seen_a, seen_b):
             return False
     return True
+
+
+def dag_equal(a: Node, b: Node, vs: set | None = None, vo: set | None = None) -> bool:
+    """True when the graphs below ``a`` and ``b`` have the same structure and frames: children matched in frame
+    order, a node met again (DAG) on one side met again on the other.  ``vs``/``vo`` hold the ``id()`` of the
+    nodes seen on each side (Hatchet uses ``_hatchet_nid``, which is -1 on nodes not yet numbered)."""
+    vs = set() if vs is None else vs
+    vo = set() if vo is None else vo
+    vs.add(id(a))
+    vo.add(id(b))
+    first = _child_pairs(a, b)
+    if first is None:
+        return False
+    stack = [iter(first)]  # one iterator per level: the recursion of Hatchet's dag_equal, without recursing
+    while stack:
+        for x, y in stack[-1]:
+            if x.frame != y.frame:
+                return False
+            seen_x, seen_y = id(x) in vs, id(y) in vo
+            if seen_x != seen_y:
+                return False
+            if seen_x:
+                continue
+            vs.add(id(x))
+            vo.add(id(y))
+            pairs = _child_pairs(x, y)
+            if pairs is None:
+                return False
+            stack.append(iter(pairs))
+            break
+        else:
+            stack.pop()
+    return True
+
+
+def _child_pairs(a: Node, b: Node):
+    """The children of ``a`` and ``b`` paired in frame order; None when their numbers differ."""
+    if len(a.children) != len(b.children):
+        return None
+    return list(zip(sorted(a.children, key=lambda n: n.frame), sorted(b.children, key=lambda n: n.frame)))
 
 
 def structure_hash(graph: Graph) -> int:
@@ -142,3 +185,33 @@ def copy(graph: Graph, old_to_new: dict | None = None) -> Graph:
 def by_id(graph: Graph) -> dict:
     """node id -> node of ``graph``."""
     return {n.node_id: n for n in graph.traverse()}
+
+
+def from_nodes_table(nodes: pa.Table, frame_columns=("name", "type"), cls=Graph) -> Graph:
+    """A graph of a nodes table (node_id, parent_id, depth, frame columns, ``child_order``) in one pass.  Without
+    child orders (a lake written before schema 3, a table made from GraphFrames) siblings are in frame order."""
+    cols = {c: nodes.column(c).to_pylist() for c in frame_columns if c in nodes.column_names}
+    ids = nodes.column("node_id").to_numpy(zero_copy_only=False).astype(np.uint64).tolist()
+    parents = nodes.column("parent_id").to_pylist()
+    depth = nodes.column("depth").to_pylist()
+    rows = None
+    if "child_order" in nodes.column_names and nodes.column("child_order").null_count == 0:
+        rows = np.argsort(nodes.column("child_order").to_numpy(), kind="stable").tolist()
+    by_id = {}
+    for i, nid in enumerate(ids):
+        by_id[nid] = Node(Frame._of({c: cols[c][i] for c in cols}), depth=depth[i], node_id=nid)
+    roots = []
+    for i in range(len(ids)) if rows is None else rows:  # appended in child order: each list comes out in order
+        node, pid = by_id[ids[i]], parents[i]
+        parent = by_id.get(pid) if pid is not None else None
+        if parent is None:
+            roots.append(node)
+        else:
+            node.parents.append(parent)
+            parent.children.append(node)
+    if rows is None:
+        for node in by_id.values():
+            if len(node.children) > 1:
+                node.children = ordered(node.children)
+        roots = ordered(roots)
+    return cls(roots)

@@ -210,8 +210,8 @@ def from_lists(*lists):
 
     graph = Graph.from_lists(*lists)
     nodes = list(graph)
-    df = pd.DataFrame({"time": np.ones(len(nodes)), "name": pd.Series([n.frame.get("name") for n in nodes], dtype=object)
-                       .to_numpy()}, index=pd.Index(nodes, name="node", dtype=object))
+    names = pd.Series([n.frame.get("name") for n in nodes], dtype=object).to_numpy()
+    df = pd.DataFrame({"time": np.ones(len(nodes)), "name": names}, index=pd.Index(nodes, name="node", dtype=object))
     gf = GraphFrame(graph, df, ["time"], [], default_metric="time")
     gf.update_inclusive_columns()
     return gf

@@ -67,7 +67,8 @@ def answers():
     e = Node(Frame(name="e", type="function"))
     Node.from_lists(["a", ["b", e]])
     out["path"] = [repr(x) for x in e.path()]
-    out["path equal"] = e.path() == (Node(Frame(name="a")), Node(Frame(name="b")), Node(Frame(name="e", type="function")))
+    out["path equal"] = e.path() == (Node(Frame(name="a")), Node(Frame(name="b")),
+                                     Node(Frame(name="e", type="function")))
     d = Node(Frame(name="d"))  # a fresh shared node: Hatchet's copy() mixes up nodes shared by two graphs
     sub = Node.from_lists(("a", ("b", d), ("c", d)))
     gr = Graph.from_lists(("e", "f", sub), ("g", sub, "h"))
@@ -188,7 +189,7 @@ def test_hand_built_graph_gets_the_ids_of_the_same_call_paths_from_a_literal():
             {"frame": {"name": "mpi"}, "metrics": {"time": 1.0}}]},
         {"frame": {"name": "io"}, "metrics": {"time": 1.0}}]}])
     assert {n.frame["name"]: n.node_id for n in gf.graph} == {n.frame["name"]: n.node_id for n in lit.graph}
-    twins = Graph.from_lists(("a", "b", "b"))  # equal sibling frames: Hatchet keeps two nodes, so does a hand-built graph
+    twins = Graph.from_lists(("a", "b", "b"))  # equal sibling frames: two nodes in Hatchet, and in a hand-built graph
     GraphFrame(twins, pd.DataFrame({"time": [1.0] * 3}, index=pd.Index(list(twins), name="node")))
     assert len({n.node_id for n in twins}) == 3
     node = Node(Frame(name="x"))

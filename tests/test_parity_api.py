@@ -104,7 +104,8 @@ def test_to_literal_matches_hatchet_and_round_trips(mock):
     assert {k: lit[0][k] for k in ("name", "frame", "metrics")} == {
         "name": "foo", "frame": {"name": "foo", "type": F}, "metrics": {"time": 0.0, "time (inc)": 135.0,
                                                                          "_hatchet_nid": 0}}
-    assert lit[0]["children"][0]["frame"] == {"name": "bar", "type": "None"} and lit[0]["children"][0]["metrics"]["_hatchet_nid"] == 1
+    assert lit[0]["children"][0]["frame"] == {"name": "bar", "type": "None"}
+    assert lit[0]["children"][0]["metrics"]["_hatchet_nid"] == 1
     assert lit[0]["attributes"] == {} and "children" not in lit[0]["children"][0]["children"][0]  # a leaf
     assert [r["name"] for r in lit] == ["foo", "waldo"] and len(lit[1]["children"][0]["children"]) == 2
     back = GraphFrame.from_literal(lit)
