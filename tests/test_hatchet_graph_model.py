@@ -126,6 +126,20 @@ def answers():
     kept = gf.filter(lambda row: row["name"] != "solve")
     out["gf squash"] = [list(kept.graph.traverse(attrs="name")),
                         [kept.dataframe.loc[x, "time (inc)"] for x in kept.graph.traverse()]]
+    # -- squash of DAGs (Hatchet's "bunny" graphs): a node keeps a link to every nearest kept ancestor
+    for key, drop, want in (("bunny", ("a", "b", "c"), lambda d, b: (("e", d, "f"), ("g", d, "h"))),
+                            ("goat", ("a", "c"), lambda d, b: (("e", b, d, "f"), ("g", b, d, "h")))):
+        d = Node(Frame(name="d"))
+        diamond = Node.from_lists(("a", ("b", d), ("c", d)))
+        gf = GraphFrame.from_lists(("e", "f", diamond), ("g", diamond, "h"))
+        out_gf = gf.filter(lambda row: row["name"] not in drop)
+        nd = Node(Frame(name="d"))
+        nb = Node.from_lists(("b", nd))
+        expected = Graph.from_lists(*want(nd, nb))
+        out[key] = [out_gf.graph == expected, list(out_gf.graph.traverse(attrs="name")),
+                    [[x.frame["name"], sorted(p.frame["name"] for p in x.parents),
+                      float(out_gf.dataframe.loc[x, "time (inc)"])] for x in out_gf.graph.traverse()],
+                    out_gf.tree(render_header=False), len(out_gf.dataframe)]
     return out
 '''
 
@@ -150,6 +164,7 @@ GROUPS = {
     "comparison, copy and union": ["copy", "union", "dag_equal"],
     "hashing": ["set order", "sorted"],
     "graphframe of a hand-built graph": ["gf errors", "gf values", "gf tree", "gf lookup", "gf squash"],
+    "squash of a DAG": ["bunny", "goat"],
 }
 
 
@@ -170,6 +185,8 @@ def test_the_scenario_checks_something(ours):
     assert ours["union"][:3] == [True, True, 6]
     assert ours["gf errors"] == ["ValueError"] * 3
     assert ours["gf values"][0] == ["main", 1.0, 21.0]
+    assert ours["bunny"][0] is True and ours["bunny"][1] == ["e", "d", "f", "g", "h"]
+    assert ours["bunny"][2][1] == ["d", ["e", "g"], 1.0] and ours["goat"][2][0] == ["e", [], 4.0]
 
 
 def test_hand_built_graph_gets_the_ids_of_the_same_call_paths_from_a_literal():
