@@ -184,3 +184,15 @@ def test_a_nodes_table_without_child_order_lists_children_by_frame():
     assert [c.frame["name"] for c in graph.roots[0].children] == ["alpha", "zeta"]
     ordered = table.append_column("child_order", pa.array([0, 0, 1], pa.int32()))
     assert [c.frame["name"] for c in Graph.from_nodes_table(ordered).roots[0].children] == ["zeta", "alpha"]
+
+
+def test_from_hatchet_keeps_the_lists_order():
+    """from_hatchet reads Hatchet's (or any Hatchet-shaped) graph in its lists' order, not in frame order."""
+    from perflake import GraphFrame
+    from perflake.interop import from_hatchet
+
+    gf = GraphFrame.from_literal(LITERAL)
+    back = from_hatchet(gf)
+    assert [r.frame["name"] for r in back.graph.roots] == ["zmain", "amain"]
+    assert [[c.frame["name"] for c in n.children] for n in back.graph] == [[c.frame["name"] for c in n.children]
+                                                                          for n in gf.graph]
