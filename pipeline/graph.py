@@ -279,11 +279,13 @@ class Graph:
         self.roots = list(roots)
         self.node_ordering = node_ordering
         self._nodes: list[Node] = []
+        self._with_ids = False
         self._number()
         if any(n.depth < 0 for n in self._nodes):
             self.enumerate_depth()
 
     def _number(self) -> None:
+        self._with_ids = False
         self._nodes = list(_walk(ordered(self.roots), "pre", None, set()))
         for i, node in enumerate(self._nodes):
             node._hatchet_nid = i
@@ -341,7 +343,9 @@ class Graph:
 
     def has_ids(self) -> bool:
         """True when every node has a call-path id (a graph perflake built, or one handed to a GraphFrame)."""
-        return all(n.node_id is not None for n in self._nodes)
+        if not self._with_ids:  # ids are only ever added: a True answer stays true
+            self._with_ids = all(n.node_id is not None for n in self._nodes)
+        return self._with_ids
 
     # -- Hatchet's graph comparison and set operations (see perflake.graph_ops) ------------------------------
     def __eq__(self, other):

@@ -5,7 +5,9 @@ DuckDB, no GraphFrame.  Identity (the call-path id) is *not* computed here: read
 integer id and its parent's local id, and ``perflake.identity`` derives the stable id from the frames
 on the path, once, for every reader.
 
-Columns of ``ProfileRows.frames`` (one row per node of the input's call tree, parents before children):
+Columns of ``ProfileRows.frames`` (one row per node of the input's call tree, parents before children, and
+siblings in the order the profile lists them: that order becomes the nodes' ``child_order``, the order of
+``node.children``, as Hatchet's readers keep it):
 
 ============  =========  ==========================================================
 local_id      int32      0..n-1, position in the list
