@@ -36,9 +36,17 @@ def _add_ingest_log(cat) -> None:
     cat.fs.makedirs(f"{cat.root}/{INGEST_LOG}", exist_ok=True)
 
 
+def _child_order(cat) -> None:
+    """Nothing to rewrite: batches written before schema 3 have no ``child_order`` column in their nodes files
+    (the lake's views read it as NULL) and perflake lists those runs' children in frame order, as it did when
+    they were ingested; the input order of their siblings is not recorded anywhere to recover it from."""
+
+
 MIGRATIONS = (
     Migration("0001-ingest-log", 1, 2, _add_ingest_log,
               "adds the ingest_log/ folder: one Parquet file of attempts per ingest (perflake.ingest.log)"),
+    Migration("0002-child-order", 2, 3, _child_order,
+              "nodes gain child_order (siblings in the input's order); older batches keep NULL: frame order"),
 )
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2  # a change bumps this and adds a named migration (catalogs/migrations.py)
-MARKER = "perflake.json"  # at the lake root: {"format": "perflake-lake", "schema_version": 2, "migrations": [...]}
+SCHEMA_VERSION = 3  # a change bumps this and adds a named migration (catalogs/migrations.py)
+MARKER = "perflake.json"  # at the lake root: {"format": "perflake-lake", "schema_version": 3, "migrations": [...]}
 DATA_TABLES = ("nodes", "edges", "metrics")
 RUNS = "runs"
 INGEST_LOG = "ingest_log"  # one Parquet file per ingest invocation that attempted something (perflake.ingest.log)
@@ -27,6 +27,7 @@ NODES_SCHEMA = pa.schema(
         ("line", pa.int64()),
         ("end_line", pa.int64()),
         ("module", pa.string()),
+        ("child_order", pa.int32()),  # position among its siblings in the input (null in lakes before v3)
     ]
 )
 EDGES_SCHEMA = pa.schema([("run_id", pa.string()), ("parent_id", pa.uint64()), ("child_id", pa.uint64())])

@@ -41,6 +41,15 @@ class UnknownRun(LakeError):
         super().__init__(f"no run {run_id!r} in the lake (list them with: perflake runs)")
 
 
+class MultiplePathError(PerflakeError):
+    """``node.path()`` of a node reachable by several paths (a DAG): use ``node.paths()`` (Hatchet's name)."""
+
+
+class GraphFrameArgumentError(PerflakeError, ValueError):
+    """``GraphFrame(graph, dataframe)`` got no graph, no dataframe, or a dataframe without a ``node`` index level
+    (a ValueError, as Hatchet raises)."""
+
+
 class QueryError(PerflakeError):
     """A malformed call-path query; the message points at the offending element or token."""
 

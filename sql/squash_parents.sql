@@ -2,7 +2,8 @@
 -- purpose: for every kept node, its nearest kept ancestor (NULL when none: it becomes a root)
 -- params: $max_depth  (recursion bound)
 -- input: tree_t(node_id, parent_id, kept BOOLEAN): one row per parent link, roots with parent_id NULL
--- output: node_id, new_parent_id (one row per kept node; for a DAG node, the smallest candidate)
+-- output: node_id, new_parent_id: one row per (kept node, nearest kept ancestor along some path; NULL when a
+--         path from a root has none) -- a DAG node reached through several kept ancestors has several rows
 with recursive
 walk as (
     select
@@ -24,12 +25,11 @@ walk as (
 ),
 
 final as (
-    select
+    select distinct
         node_id,
-        min(nearest) as new_parent_id
+        nearest as new_parent_id
     from walk
     where kept
-    group by node_id
 )
 
 select * from final

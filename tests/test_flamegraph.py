@@ -124,12 +124,12 @@ def geometry(rects):
 
 def check_nesting(gf, boxes, frame_height=16.0, icicle=False, rel=1e-9, px=2e-3):
     """Every child lies inside its parent's x-range, one level further from the root; siblings don't overlap
-    (x is written with 3 decimals: ``px`` of slack)."""
+    (x is written with 3 decimals: ``px`` of slack; a zero-width box shares its x with the next sibling's)."""
     for node in gf.graph:
         if node.node_id not in boxes:
             continue
         x, y, w = boxes[node.node_id]
-        kids = sorted((boxes[c.node_id] for c in node.children if c.node_id in boxes), key=lambda b: b[0])
+        kids = sorted((boxes[c.node_id] for c in node.children if c.node_id in boxes), key=lambda b: (b[0], b[2]))
         for cx, cy, cw in kids:
             assert x - px <= cx and cx + cw <= x + w + px + rel * w
             assert cy == pytest.approx(y + frame_height if icicle else y - frame_height)
@@ -196,7 +196,7 @@ def test_metric_without_inclusive_partner_is_summed_over_subtrees():
 
 
 def test_a_dag_node_is_drawn_once_under_its_first_parent():
-    nodes = {k: Node(Frame(name=k, type="function"), i, 0) for i, k in enumerate("ABCD", start=1)}
+    nodes = {k: Node(Frame(name=k, type="function"), node_id=i) for i, k in enumerate("ABCD", start=1)}
     for parent, child in (("A", "B"), ("A", "C"), ("B", "D"), ("C", "D")):
         nodes[parent].children.append(nodes[child])
         nodes[child].parents.append(nodes[parent])

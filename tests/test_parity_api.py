@@ -71,7 +71,7 @@ def test_from_literal_matches_hatchet(mock):
     assert mock.show_metric_columns() == ["time", "time (inc)"]
     assert list(mock.traverse(attrs="name")) == MOCK_NAMES == list(mock.graph.traverse(attrs="name"))
     assert list(mock.traverse(order="post", attrs="name")) == MOCK_POST
-    assert list(mock.traverse(attrs=["name", "type"]))[:2] == [("foo", F), ("bar", None)]  # Hatchet: 'None'
+    assert list(mock.traverse(attrs=["name", "type"]))[:2] == [("foo", F), ("bar", "None")]  # as Hatchet
 
 
 def test_from_literal_metric_roles_and_extras():
@@ -100,11 +100,12 @@ def test_duplicate_siblings_merge():
 
 def test_to_literal_matches_hatchet_and_round_trips(mock):
     lit = mock.to_literal()
-    # llnl-hatchet 2026.2.0 (to_literal of MOCK_GRAPH), first root and its first child, 'None' types left out
+    # llnl-hatchet 2026.2.0 (to_literal of MOCK_GRAPH), first root and its first child
     assert {k: lit[0][k] for k in ("name", "frame", "metrics")} == {
         "name": "foo", "frame": {"name": "foo", "type": F}, "metrics": {"time": 0.0, "time (inc)": 135.0,
                                                                          "_hatchet_nid": 0}}
-    assert lit[0]["children"][0]["frame"] == {"name": "bar"} and lit[0]["children"][0]["metrics"]["_hatchet_nid"] == 1
+    assert lit[0]["children"][0]["frame"] == {"name": "bar", "type": "None"}
+    assert lit[0]["children"][0]["metrics"]["_hatchet_nid"] == 1
     assert lit[0]["attributes"] == {} and "children" not in lit[0]["children"][0]["children"][0]  # a leaf
     assert [r["name"] for r in lit] == ["foo", "waldo"] and len(lit[1]["children"][0]["children"]) == 2
     back = GraphFrame.from_literal(lit)

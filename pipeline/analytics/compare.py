@@ -27,6 +27,7 @@ from perflake.analytics import selection
 from perflake.analytics.ensemble import group_stats
 from perflake.engine import sqlfiles
 from perflake.errors import LakeError
+from perflake.frame.graph import frame_type
 from perflake.frame.tables import FRAME_COLUMNS, metric_roles, metrics_table, node_ids
 
 
@@ -70,7 +71,7 @@ def nodes_table(gf) -> pa.Table:
             "parent_id": pa.array([n.parents[0].node_id if n.parents else None for n in nodes], pa.uint64()),
             "depth": pa.array([n.depth for n in nodes], pa.int32()),
             "name": pa.array([n.frame.get("name") for n in nodes], pa.string()),
-            "type": pa.array([n.frame.get("type") for n in nodes], pa.string())}
+            "type": pa.array([frame_type(n.frame) for n in nodes], pa.string())}
     for c, kind in (("file", pa.string()), ("line", pa.int64()), ("end_line", pa.int64()), ("module", pa.string())):
         values = first[c].tolist() if c in first else [None] * len(ids)
         data[c] = pa.array([_attr(v, kind) for v in values], kind)

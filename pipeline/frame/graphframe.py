@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from perflake.errors import EmptyFilter, InvalidFilter, UsageError  # noqa: F401 (Hatchet's names live here too)
+from perflake.errors import EmptyFilter, GraphFrameArgumentError, InvalidFilter, UsageError  # noqa: F401 (Hatchet's names live here too)
 from perflake.frame.defaults import frame_default
 from perflake.frame.graph import Graph
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
@@ -36,9 +36,32 @@ def _typed_column(values: np.ndarray, index, integral: bool) -> pd.Series:
     return pd.Series(values.astype(np.int64), index=index) if integral else pd.Series(values, index=index, dtype=object)
 
 
+def _rehashed(index: pd.Index) -> pd.Index:
+    """The same index rebuilt, so that pandas hashes its Node values anew."""
+    if isinstance(index, pd.MultiIndex):
+        level = index.names.index("node")
+        fresh = pd.Index(list(index.levels[level]), dtype=object, name="node")
+        return index.set_levels(fresh, level=level, verify_integrity=False)
+    return pd.Index(list(index), dtype=object, name=index.name)
+
+
 class GraphFrame:
     def __init__(self, graph: Graph, dataframe: pd.DataFrame, exc_metrics=None, inc_metrics=None,
                  default_metric: str | None = None, metadata: dict | None = None):
+        """Hatchet's constructor: ``graph`` and a ``dataframe`` indexed by its nodes (level ``node``, maybe
+        ``rank``/``thread``).  A graph built by hand gets its call-path ids here (perflake.graph_ids)."""
+        if graph is None:
+            raise GraphFrameArgumentError("GraphFrame() requires a Graph")
+        if dataframe is None:
+            raise GraphFrameArgumentError("GraphFrame() requires a DataFrame")
+        if "node" not in list(dataframe.index.names):
+            raise GraphFrameArgumentError("the dataframe given to GraphFrame() must have an index level called "
+                                          f"'node', not {list(dataframe.index.names)}")
+        if not graph.has_ids():
+            from perflake.graph_ids import assign_ids
+
+            assign_ids(graph)
+            dataframe.index = _rehashed(dataframe.index)  # the nodes' hashes changed with their ids
         self.graph = graph
         self.dataframe = dataframe
         self.exc_metrics = list(exc_metrics or [])
@@ -416,16 +439,17 @@ class GraphFrame:
         return from_hatchet(hgf)
 
     def to_dict(self) -> dict:
-        """Hatchet's dict form (``GraphFrame.to_dict``)."""
+        """Hatchet's dict form (``GraphFrame.to_dict``: Hatchet's keys only)."""
         from perflake.interop.json_files import to_dict
 
-        return to_dict(self)
+        return to_dict(self, extensions=False)
 
     def to_json(self) -> str:
-        """Hatchet's JSON (``GraphFrame.to_json``), which Hatchet's ``from_json`` reads."""
+        """Hatchet's JSON (``GraphFrame.to_json``: Hatchet's keys only), which Hatchet's ``from_json`` reads;
+        ``perflake export`` (perflake.interop.json_files.write_hatchet_json) adds the default metric and metadata."""
         from perflake.interop.json_files import to_hatchet_json
 
-        return to_hatchet_json(self)
+        return to_hatchet_json(self, extensions=False)
 
     @classmethod
     def from_json(cls, json_spec: str) -> "GraphFrame":

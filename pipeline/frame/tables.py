@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from perflake.frame.graph import frame_type
 from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 FRAME_COLUMNS = ("file", "line", "end_line", "module")
@@ -125,7 +126,7 @@ def to_profile_rows(gf, kept_parent: dict[int, int | None], metrics: list[Metric
             "parent_local": pa.array([local[kept_parent[n]] if kept_parent[n] is not None else -1 for n in order],
                                      pa.int32()),
             "name": [str(by_id[n].frame.get("name")) for n in order],
-            "type": [by_id[n].frame.get("type") for n in order],
+            "type": [frame_type(by_id[n].frame) for n in order],
             "file": [attr(n, "file", str) for n in order],
             "line": [attr(n, "line", int) for n in order],
             "end_line": [attr(n, "end_line", int) for n in order],

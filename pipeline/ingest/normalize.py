@@ -36,7 +36,7 @@ class RunFacts:
 class Batch:
     """Many runs in canonical form; every table has a leading ``run_id`` column and is sorted by it."""
 
-    nodes: pa.Table  # run_id, node_id, parent_id, depth, name, type, file, line, end_line, module
+    nodes: pa.Table  # run_id, node_id, parent_id, depth, name, type, file, line, end_line, module, child_order
     edges: pa.Table  # run_id, parent_id, child_id
     metrics: pa.Table  # run_id, node_id, rank, thread, <metric columns of all runs>
     runs: dict[str, RunFacts]
@@ -133,7 +133,29 @@ def _distinct_sorted(local: pa.Table) -> pa.Table | None:
     run, node = run[order], node[order]
     if np.any((run[1:] == run[:-1]) & (node[1:] == node[:-1])):
         return None
-    return local.take(order).drop_columns(["local_id"])
+    table = local.take(order)
+    lid = table.column("local_id")
+    return table.drop_columns(["local_id"]).append_column("first_local", lid)
+
+
+def with_child_order(nodes: pa.Table) -> pa.Table:
+    """``nodes`` (with ``first_local``, where each call path first occurs in the reader's rows) with
+    ``child_order`` in its place: the node's position among its parent's children (among the run's roots for
+    a root) in the order of the input -- readers emit frames in the profile's order."""
+    n = nodes.num_rows
+    run = nodes.column("run_id").to_numpy()
+    parent_col = nodes.column("parent_id")
+    root = parent_col.is_null().to_numpy(zero_copy_only=False)
+    parent = parent_col.fill_null(0).to_numpy()
+    first = nodes.column("first_local").to_numpy()
+    order = np.lexsort((first, parent, root, run))
+    run, root, parent = run[order], root[order], parent[order]
+    start = np.ones(n, dtype=bool)
+    start[1:] = (run[1:] != run[:-1]) | (root[1:] != root[:-1]) | (parent[1:] != parent[:-1])
+    group_start = np.maximum.accumulate(np.where(start, np.arange(n), 0)) if n else np.zeros(0, np.int64)
+    rank = np.empty(n, dtype=np.int32)
+    rank[order] = np.arange(n) - group_start
+    return nodes.drop_columns(["first_local"]).append_column("child_order", pa.array(rank, pa.int32()))
 
 
 def _rekey(local: pa.Table, tables: list[tuple[int, pa.Table]], counts: np.ndarray,
@@ -192,6 +214,7 @@ def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tup
         merges = nodes is None
         if merges:
             nodes = sqlfiles.relation(cur, "nodes_distinct").to_arrow_table()
+        nodes = with_child_order(nodes)
         cur.register("nodes_t", nodes)
         counts = np.zeros(max(no for no, _ in items) + 1, dtype=np.int64)
         for no, rows in items:

@@ -31,10 +31,11 @@ placeholder Hatchet writes for a frame without a type, is read as missing); ``fi
 non-null value).  Hatchet's TAU reader writes 0 for an unknown file or module: read as missing, as is a line 0
 of a frame without a file.  Metrics are the numeric columns other than those attributes and Hatchet's ``nid``:
 exclusive when listed in ``exc_metrics``, inclusive when in ``inc_metrics``, 'other' otherwise; ``m`` and
-``m (inc)`` are a pair, and (as for every reader) the missing half of a pair is derived.  A node with several
-parents (a DAG, e.g. from gprof) is kept once, under the parent that comes first in the pre-order traversal:
-perflake's model is call paths.  String columns other than the attributes (Caliper's ``spot.channel``) are
-not carried over; ``default_metric`` and ``metadata`` are.
+``m (inc)`` are a pair, and (as for every reader) the missing half of a pair is derived.  Roots and children
+keep the order of Hatchet's lists.  A node with several parents (a DAG, e.g. from gprof) is kept once, under
+the parent that comes first in a pre-order walk of those lists: perflake's model is call paths.  String
+columns other than the attributes (Caliper's ``spot.channel``) are not carried over; ``default_metric`` and
+``metadata`` are.
 """
 
 from __future__ import annotations
@@ -109,9 +110,24 @@ def _node_codes(index: pd.Index) -> tuple[np.ndarray, pd.Index]:
     return codes, uniques
 
 
+def _input_order(graph) -> list:
+    """Every node once, depth-first from the roots with roots and children in their lists' order (the order the
+    reader met them: it becomes the nodes' child_order through normalisation)."""
+    out, seen = [], set()
+    stack = list(reversed(graph.roots))
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        out.append(node)
+        stack.extend(reversed(node.children))
+    return out
+
+
 def from_hatchet(hgf):
     """A perflake GraphFrame of a Hatchet GraphFrame, through perflake's table path (module docstring)."""
-    nodes = list(hgf.graph.traverse())
+    nodes = _input_order(hgf.graph)
     local = {id(n): i for i, n in enumerate(nodes)}
     by_nid = {getattr(n, "_hatchet_nid", None): i for i, n in enumerate(nodes)}
     parents = [min((local[id(p)] for p in n.parents if id(p) in local), default=-1) for n in nodes]

@@ -110,8 +110,9 @@ def _row_columns(gf, position: dict[int, int], extra: dict[str, list] | None = N
     return columns
 
 
-def to_dict(gf) -> dict:
-    """The GraphFrame in Hatchet's JSON layout, as a dict (module docstring)."""
+def to_dict(gf, *, extensions: bool = True) -> dict:
+    """The GraphFrame in Hatchet's JSON layout, as a dict (module docstring); ``extensions=False`` leaves out
+    perflake's two extra keys (what Hatchet's own ``to_dict``/``to_json`` write, key for key)."""
     nodes = list(gf.graph)
     position = {id(n): i for i, n in enumerate(nodes)}
     graph = []
@@ -119,15 +120,17 @@ def to_dict(gf) -> dict:
         graph.append({str(position[id(n)]): {"data": dict(n.frame.attrs),
                                              "children": [position[id(c)] for c in n.children]}
                       for n in root.traverse()})
-    return {"graph": graph, "dataframe_indices": list(gf.dataframe.index.names),
-            "dataframe": _records(_row_columns(gf, position)),
-            "inclusive_metrics": list(gf.inc_metrics), "exclusive_metrics": list(gf.exc_metrics),
-            "default_metric": gf.default_metric, "metadata": _jsonable(gf.metadata)}
+    out = {"graph": graph, "dataframe_indices": list(gf.dataframe.index.names),
+           "dataframe": _records(_row_columns(gf, position)),
+           "inclusive_metrics": list(gf.inc_metrics), "exclusive_metrics": list(gf.exc_metrics)}
+    if extensions:
+        out.update(default_metric=gf.default_metric, metadata=_jsonable(gf.metadata))
+    return out
 
 
-def to_hatchet_json(gf) -> str:
+def to_hatchet_json(gf, *, extensions: bool = True) -> str:
     """The GraphFrame as Hatchet JSON text (``hatchet.GraphFrame.from_json`` reads it)."""
-    return json.dumps(to_dict(gf))
+    return json.dumps(to_dict(gf, extensions=extensions))
 
 
 def _write(path, text: str) -> None:
@@ -229,9 +232,46 @@ def write_thicket_json(runs: Mapping[str, object], path, **options) -> None:
 
 # -- reading (perflake.readers.hatchet_json parses; here the rows become a GraphFrame) -----------------------
 def from_dict(spec: dict, *, source: str = "<hatchet json>"):
-    """A perflake GraphFrame of a Hatchet JSON document, through perflake's table path (perflake.interop.hatchet)."""
+    """A perflake GraphFrame of a Hatchet JSON document, through perflake's table path (perflake.interop.hatchet).
+    A metric column whose records all hold integers is int64, as pandas makes it in Hatchet's ``from_json``."""
     rows = rows_from_spec(spec, source)
-    return to_graphframe(rows, spec.get("default_metric") or "time")  # Hatchet's from_json: time
+    frames = rows.frames
+    gf = to_graphframe(rows, spec.get("default_metric") or "time")  # Hatchet's from_json: time
+    links = _dag_links(spec, source)
+    if links is not None:  # a node listed as the child of several: Hatchet's graph is a DAG, so is this one
+        from perflake.relink import relink
+
+        relink(gf, frames, links)
+    _integer_columns(gf, spec.get("dataframe") or [])
+    return gf
+
+
+def _dag_links(spec: dict, source: str):
+    """Every (parent local id | -1, child local id) link of the JSON graph when some node has several parents
+    (local ids as the reader numbers the nodes), else None (the reader's tree is the whole graph)."""
+    from perflake.readers.hatchet_json import _pre_order
+
+    local, _, _ = _pre_order(spec, source)
+    links, parents = [], {}
+    for g in spec["graph"]:
+        for key, value in g.items():
+            for c in value.get("children") or []:
+                links.append((local[int(key)], local[int(c)]))
+                parents[int(c)] = parents.get(int(c), 0) + 1
+    if all(k < 2 for k in parents.values()):
+        return None
+    roots = [(-1, local[int(k)]) for g in spec["graph"] for k in g if int(k) not in parents]
+    return roots + links
+
+
+def _integer_columns(gf, records: list) -> None:
+    df = gf.dataframe
+    for c in [*gf.exc_metrics, *gf.inc_metrics]:
+        if not records or c not in df.columns or not all(type(r.get(c)) is int for r in records):
+            continue
+        values = df[c].to_numpy(dtype=np.float64, na_value=np.nan)
+        if np.isfinite(values).all() and (values == np.round(values)).all() and np.abs(values).max() < 2**53:
+            df[c] = values.astype(np.int64)
 
 
 def read_hatchet_json(path):

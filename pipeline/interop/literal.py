@@ -4,23 +4,28 @@ A literal is a list of roots ``{"frame": {"name": ..., "type": ...}, "metrics": 
 ``from_literal`` turns it into reader rows and sends them through the same normalisation as every profile
 (``perflake.ingest.normalize``), so a literal's call paths get the ids they would get from a file.  As in Hatchet,
 a metric whose name ends in ``(inc)`` is inclusive and every other numeric metric is exclusive (an
-exclusive ``X`` and an inclusive ``X (inc)`` are a pair); nothing is derived; ``default_metric`` is
-``time`` when there is one.  perflake extras: a metric value may be a list (one value per rank), non-numeric
-metric values and the ``attributes`` dict that ``to_literal`` writes become dataframe columns, and the
-frame keys ``file``, ``line``, ``end_line`` and ``module`` are frame attributes (part of identity) whether
-they sit in ``frame``, ``metrics`` or ``attributes``.  Differences from Hatchet: siblings with identical frames merge
-(values summed, as for every profile perflake reads), children are ordered by frame, a missing ``type`` is
-None (Hatchet writes the string ``'None'``), and frame keys other than name/type/file/line/end_line/module
-are ignored.
+exclusive ``X`` and an inclusive ``X (inc)`` are a pair; a metric named ``line`` is a metric); nothing is
+derived; ``default_metric`` is ``time`` when there is one; children and roots keep the literal's order
+(``node.children``), traversals go in frame order.  Entries that share a ``_hatchet_nid`` are one node, as in
+Hatchet: the first entry makes it, a later one links it under another parent (its metrics are ignored, its
+children are the node's), so a literal can describe a DAG, even a cycle.  perflake extras: a metric value
+may be a list (one value per rank), non-numeric metric values and the ``attributes`` dict that
+``to_literal`` writes become dataframe columns, and the frame keys ``file``, ``line``, ``end_line`` and
+``module`` in ``frame`` or ``attributes`` (``file``/``module`` also as text in ``metrics``) are frame
+attributes (part of identity).  Differences from Hatchet: siblings with identical frames merge (values
+summed, as for every profile perflake reads), ``_hatchet_nid`` is renumbered in pre-order, and frame keys
+other than name/type/file/line/end_line/module are ignored.
 
-``from_lists(*lists)``: each argument is a root ``(name, child, ...)`` where a child is a name (a leaf) or
-another such tuple; every node gets ``time`` = 1 and ``time (inc)`` is derived (Hatchet's behaviour).
+``from_lists(*lists)``: ``Graph.from_lists(*lists)`` (a Node object used twice is one node with two
+parents), every node with ``time`` = 1 and ``time (inc)`` derived, columns ``time``, ``name``, ``time (inc)``:
+Hatchet's behaviour, siblings with equal names included (call-path ids by perflake.graph_ids).
 
-``to_literal(gf, name="name", rank=0, thread=0, cat_columns=[])``: the graph in pre-order, each node with
-its ``name``, ``frame`` (with file/line/module when known, so the literal reads back to the same ids),
-``metrics`` (the exclusive and inclusive metrics at (rank, thread), plus ``_hatchet_nid``), ``attributes``
-(``cat_columns``) and ``children`` when it has any.  A value that was not measured stays NaN (Hatchet
-writes 0 for some of them).
+``to_literal(gf, name="name", rank=0, thread=0, cat_columns=[])``: the graph in pre-order (roots and
+children in frame order, as Hatchet writes them), each node with its ``name``, ``frame`` (with
+file/line/module when known, so the literal reads back to the same ids), ``metrics`` (the exclusive and
+inclusive metrics at (rank, thread), plus ``_hatchet_nid``), ``attributes`` (``cat_columns``) and
+``children`` when it has any; a node met again (DAG) is listed again without its children.  A value that
+was not measured stays NaN (Hatchet writes 0 for some of them).
 """
 
 from __future__ import annotations
@@ -31,9 +36,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from perflake.graph import NO_TYPE, ordered
 from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 FRAME_ATTRS = ("file", "line", "end_line", "module")
+TEXT_ATTRS = ("file", "module")  # also read from "metrics" when they hold text there
 _SKIP = ("_hatchet_nid",)
 
 
@@ -52,9 +59,12 @@ def _walk(literal) -> list[tuple[int, int, dict]]:
 
 def _frame(node: dict) -> dict:
     frame, metrics, attributes = node.get("frame") or {}, node.get("metrics") or {}, node.get("attributes") or {}
-    out = {"name": str(frame.get("name") or node.get("name")), "type": frame.get("type")}
+    kind = frame.get("type")
+    out = {"name": str(frame.get("name") or node.get("name")), "type": None if kind == NO_TYPE else kind}
     for key in FRAME_ATTRS:
-        value = frame.get(key, metrics.get(key, attributes.get(key)))
+        value = frame.get(key, attributes.get(key))
+        if value is None and key in TEXT_ATTRS and isinstance(metrics.get(key), str):
+            value = metrics[key]
         missing = value is None or (isinstance(value, float) and np.isnan(value))
         out[key] = None if missing else int(value) if key in ("line", "end_line") else str(value)
     return out
@@ -82,6 +92,31 @@ def _roles(names: list[str]) -> tuple[list[Metric], list[str]]:
         if stem is None:
             exclusive.append(name)
     return metrics, exclusive
+
+
+def _hatchet_id(node: dict):
+    """The entry's ``_hatchet_nid`` when it names a node (a number other than -1), else None."""
+    nid = (node.get("metrics") or {}).get("_hatchet_nid")
+    ok = isinstance(nid, numbers.Number) and not isinstance(nid, bool) and nid == nid and nid != -1
+    return nid if ok else None
+
+
+def _shared(rows):
+    """Hatchet's rule for entries sharing a ``_hatchet_nid``: the first is the node, a later one is that node
+    again under another parent (its metrics are ignored, its children are the node's).  Returns the rows of the
+    distinct nodes (renumbered, each under the first parent it appears under) and, when some entry repeats a
+    node, every (parent row | -1, child row) link in the literal's order; else None."""
+    first, canon = {}, []
+    for i, (_, _, node) in enumerate(rows):
+        nid = _hatchet_id(node)
+        canon.append(first.setdefault(nid, i) if nid is not None else i)
+    kept = [i for i in range(len(rows)) if canon[i] == i]
+    if len(kept) == len(rows):
+        return rows, None
+    new = {old: k for k, old in enumerate(kept)}
+    out = [(k, new[canon[rows[i][1]]] if rows[i][1] >= 0 else -1, rows[i][2]) for k, i in enumerate(kept)]
+    links = [(new[canon[p]] if p >= 0 else -1, new[canon[i]]) for i, (_, p, _) in enumerate(rows)]
+    return out, links
 
 
 def _paths(parents: list[int], keys: list[tuple]) -> list[tuple]:
@@ -120,9 +155,9 @@ def from_literal(literal):
     from perflake.frame.graphframe import GraphFrame
     from perflake.ingest.normalize import normalize
 
-    rows = _walk(literal)
+    rows, links = _shared(_walk(literal))
     names = list(dict.fromkeys(k for _, _, node in rows for k in (node.get("metrics") or {})
-                                if k not in FRAME_ATTRS and k not in _SKIP))
+                                if k not in TEXT_ATTRS and k not in _SKIP))
     numeric = [m for m in names if all(_is_number((node.get("metrics") or {}).get(m)) for _, _, node in rows)]
     text = {m: [(node.get("metrics") or {}).get(m) for _, _, node in rows] for m in names if m not in numeric}
     for i, (_, _, node) in enumerate(rows):
@@ -158,19 +193,26 @@ def from_literal(literal):
     gf.default_metric = "time" if "time" in gf.dataframe.columns else (gf.exc_metrics + gf.inc_metrics + [None])[0]
     if text:
         _extra_columns(gf, rows, n.nodes, text)
+    if links is not None:
+        from perflake.relink import relink
+
+        relink(gf, frame_table, links)
+    metric_cols = [m.name for m in metrics if m.name in gf.dataframe.columns]  # the literal's order (a "line"
+    gf.dataframe = gf.dataframe[[c for c in gf.dataframe.columns if c not in metric_cols] + metric_cols]  # too)
     return gf
 
 
-def _list_literal(spec) -> dict:
-    if isinstance(spec, str):
-        return {"frame": {"name": spec}, "metrics": {"time": 1.0}}
-    name, *children = spec
-    return {"frame": {"name": str(name)}, "metrics": {"time": 1.0}, "children": [_list_literal(c) for c in children]}
-
-
 def from_lists(*lists):
-    """A GraphFrame from nested tuples, ``time`` = 1 per node and ``time (inc)`` derived (module docstring)."""
-    gf = from_literal([_list_literal(spec) for spec in lists])
+    """A GraphFrame of ``Graph.from_lists(*lists)``: ``time`` = 1 per node, ``time (inc)`` derived (module
+    docstring); a Node object used twice in the lists is one node with two parents, as in Hatchet."""
+    from perflake.graph import Graph
+    from perflake.graphframe import GraphFrame
+
+    graph = Graph.from_lists(*lists)
+    nodes = list(graph)
+    names = pd.Series([n.frame.get("name") for n in nodes], dtype=object).to_numpy()
+    df = pd.DataFrame({"time": np.ones(len(nodes)), "name": names}, index=pd.Index(nodes, name="node", dtype=object))
+    gf = GraphFrame(graph, df, ["time"], [], default_metric="time")
     gf.update_inclusive_columns()
     return gf
 
@@ -214,17 +256,17 @@ def to_literal(gf, name: str = "name", rank: int = 0, thread: int = 0, cat_colum
                                if c in columns}}
 
     out, seen = [], set()
-    stack = [(root, out) for root in reversed(gf.graph.roots)]
+    stack = [(root, out) for root in reversed(ordered(gf.graph.roots))]
     while stack:
         node, siblings = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
         item = entry(node)
         siblings.append(item)
+        if id(node) in seen:  # met again (a DAG or a cycle): listed, its children under its first entry only
+            continue
+        seen.add(id(node))
         if node.children:
             item["children"] = []
-            stack.extend((child, item["children"]) for child in reversed(node.children))
+            stack.extend((child, item["children"]) for child in reversed(ordered(node.children)))
     for item in _iter(out):
         if item.get("children") == []:
             del item["children"]

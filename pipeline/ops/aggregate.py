@@ -80,7 +80,7 @@ def _group_graph(gf, node_group: dict[int, int], labels: list[str], kind: str) -
     """One node per group; links between the groups of linked nodes (nearest grouped ancestor for nodes
     without a group)."""
     ids = _group_ids(labels, kind)
-    groups = [Node(Frame({"name": label, "type": kind}), nid) for label, nid in zip(labels, ids)]
+    groups = [Node(Frame({"name": label, "type": kind}), node_id=nid) for label, nid in zip(labels, ids)]
     links, roots, effective = set(), set(), {}
     for node in gf.graph.traverse():  # pre-order: parents are resolved before their children
         up = [effective[id(p)] for p in node.parents if id(p) in effective]
@@ -96,12 +96,7 @@ def _group_graph(gf, node_group: dict[int, int], labels: list[str], kind: str) -
         groups[child].parents.append(groups[parent])
     for g in groups:
         g.children.sort(key=lambda n: n.frame.tuple_repr)
-    graph = Graph([groups[r] for r in sorted(roots)])
-    for node in graph.traverse():  # depth: the first path found from a root
-        for child in node.children:
-            if child.depth == 0 and child not in graph.roots:
-                child.depth = node.depth + 1
-    return graph, groups
+    return Graph([groups[r] for r in sorted(roots)]), groups  # depths: the first path found from a root
 
 
 def groupby_aggregate(gf, groupby_function, agg_function):

@@ -4,7 +4,10 @@ re-derive call-path ids and recompute inclusive columns -- Hatchet's semantics.
 
 The re-parenting is ``sql/squash_parents.sql``; merging, ids and inclusive values come from the one
 normalisation path used at ingest (``perflake.ingest.normalize``), so a squashed frame is keyed exactly as if
-its call paths had been read from a file.
+its call paths had been read from a file.  On a DAG (a literal or ``from_lists`` graph) a kept node reached
+through several nearest kept ancestors keeps a link to each, as in Hatchet: normalisation places it under the
+smallest (its call-path id comes from that path), perflake.frame.relink adds the other links, and the inclusive
+columns are recomputed over all of them.
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ from perflake.ingest.normalize import MAX_DEPTH, normalize
 from perflake.vocabulary import INCLUSIVE, OTHER, Metric
 
 
-def _kept_parents(gf, kept: set) -> dict:
+def _kept_parents(gf, kept: set) -> tuple[dict, dict]:
+    """(node id -> its tree parent: the smallest nearest kept ancestor, or None; node id -> every nearest kept
+    ancestor, for a node reached through several: Hatchet keeps all of those links)."""
+    roots = {id(r) for r in gf.graph.roots}
     rows = [(n.node_id, p.node_id if p is not None else None, n.node_id in kept)
-            for n in gf.graph.traverse() for p in (n.parents or [None])]
+            for n in gf.graph.traverse() for p in ([None] if id(n) in roots else []) + n.parents]
     tree = pa.table({"node_id": pa.array([r[0] for r in rows], pa.uint64()),
                      "parent_id": pa.array([r[1] for r in rows], pa.uint64()),
                      "kept": pa.array([r[2] for r in rows], pa.bool_())})
@@ -31,7 +37,26 @@ def _kept_parents(gf, kept: set) -> dict:
         result = sqlfiles.relation(con, "squash_parents", max_depth=MAX_DEPTH).fetchall()
     finally:
         con.close()
-    return {int(a): (int(b) if b is not None else None) for a, b in result}
+    found: dict = {}
+    for a, b in result:
+        up = found.setdefault(int(a), set())
+        if b is not None and int(b) != int(a):  # a cycle through removed nodes is no link to itself
+            up.add(int(b))
+    return {a: min(up, default=None) for a, up in found.items()}, {a: up for a, up in found.items() if len(up) > 1}
+
+
+def _dag_links(gf, parents: dict, extra: dict) -> list:
+    """Every link of the squashed graph as (parent local id | -1, child local id), local ids as
+    frame_tables.to_profile_rows numbers the kept nodes (traversal order)."""
+    order = [n.node_id for n in gf.graph.traverse() if n.node_id in parents]
+    local = {nid: i for i, nid in enumerate(order)}
+    links = []
+    for nid in order:
+        ups = extra.get(nid) or ({parents[nid]} if parents[nid] is not None else set())
+        if not ups:
+            links.append((-1, local[nid]))
+        links.extend((local[p], local[nid]) for p in sorted(ups, key=local.get))
+    return links
 
 
 def _row_marker(columns) -> str:
@@ -55,7 +80,7 @@ def squash(gf, *, update_inclusive_columns: bool = True):
 
     df = gf.dataframe
     kept = set(np.unique(node_ids(df)).tolist())
-    parents = _kept_parents(gf, kept)
+    parents, extra = _kept_parents(gf, kept)
     metrics = metric_roles(gf)
     if update_inclusive_columns:  # inclusive columns paired with an exclusive one are re-derived
         metrics = [m for m in metrics if not (m.role == INCLUSIVE and m.pair)]
@@ -68,6 +93,13 @@ def squash(gf, *, update_inclusive_columns: bool = True):
     info = [m for m in n.metric_info if m.name != marker]
     levels = [lv for lv in df.index.names if lv in ("rank", "thread")]
     out = GraphFrame.from_tables(n.nodes, present, info, gf.metadata, sparse=True, levels=levels)
+    if extra:  # a DAG: a node keeps a link to each nearest kept ancestor (Hatchet's squash), inclusive values over them
+        from perflake.inclusive import update_inclusive_columns as recompute_inclusive
+        from perflake.relink import relink
+
+        relink(out, rows.frames, _dag_links(gf, parents, extra))
+        if update_inclusive_columns:
+            recompute_inclusive(out)
     if gf.default_metric in out.dataframe.columns:
         out.default_metric = gf.default_metric
     return out

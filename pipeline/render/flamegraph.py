@@ -34,6 +34,7 @@ from xml.sax.saxutils import escape, quoteattr
 import numpy as np
 
 from perflake.errors import RenderError
+from perflake.frame.graph import ordered
 from perflake.frame.node_values import inclusive_metric, node_labels, node_values
 
 PAD, TOP, NAN_GREY = 10.0, 44.0, "#c8c8c8"
@@ -68,14 +69,14 @@ def layout(gf, metric: str | None = None, *, rank: int = 0, thread: int = 0, agg
     column = inclusive_metric(gf, metric)
     order, parent, depth = [], [], []
     seen: set[int] = set()
-    todo = [(root, -1, 0) for root in reversed(gf.graph.roots)]
+    todo = [(root, -1, 0) for root in reversed(ordered(gf.graph.roots))]
     while todo:
         node, p, d = todo.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
         order.append(node), parent.append(p), depth.append(d)
-        todo.extend((c, len(order) - 1, d + 1) for c in reversed(node.children))
+        todo.extend((c, len(order) - 1, d + 1) for c in reversed(ordered(node.children)))
     position = {id(n): i for i, n in enumerate(gf.graph)}
     pick = np.fromiter((position[id(n)] for n in order), dtype=np.int64, count=len(order))
     kw = dict(rank=rank, thread=thread, aggregate=aggregate)

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from perflake.errors import RenderError
+from perflake.frame.graph import frame_type
 from perflake.frame.node_values import align, exclusive_metric, metric_names, per_node
 from perflake.frame.tables import node_ids
 
@@ -37,7 +38,7 @@ def _group_keys(gf, by: str, ids: np.ndarray) -> np.ndarray:
         return align(first, ids, fill=None)
     if by == "type":
         frames = gf.graph.node_by_id()
-        return np.array([frames[int(i)].frame.get("type") for i in ids], dtype=object)
+        return np.array([frame_type(frames[int(i)].frame) for i in ids], dtype=object)
     columns = [c for c in df.columns if c not in metric_names(gf)]
     raise RenderError(f"cannot group by {by!r} (choose from {', '.join(map(str, columns + ['type']))})")
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from perflake.frame.graph import ordered
 from perflake.frame.node_values import exclusive_metric, node_labels, node_values
 
 HATCHET_SEPARATOR = "; "
@@ -90,7 +91,7 @@ def to_dot(gf, metric: str | None = None, name: str = "name", rank: int = 0, thr
     reds = colormaps["Reds"]
     kept = values >= threshold * hi
     node_lines, edge_lines, shown = [], [], set()
-    todo = [(root, None) for root in reversed(gf.graph.roots)]
+    todo = [(root, None) for root in reversed(ordered(gf.graph.roots))]
     while todo:
         node, parent = todo.pop()
         i = position[id(node)]
@@ -101,7 +102,7 @@ def to_dot(gf, metric: str | None = None, name: str = "name", rank: int = 0, thr
         shown.add(i)
         colour = rgb2hex(reds((values[i] - lo) / (hi - lo) if hi > lo else 0.0))
         node_lines.append(f'"{i}" [color="{colour}", label="{_dot_text(labels[i])}" shape=oval];\n')
-        todo.extend((c, i) for c in reversed(node.children) if kept[position[id(c)]])
+        todo.extend((c, i) for c in reversed(ordered(node.children)) if kept[position[id(c)]])
     header = ("strict digraph {\ngraph [bgcolor=transparent];\nnode [penwidth=4, shape=circle];\n"
               "edge [penwidth=2];\n\n")
     return header + "".join(node_lines) + "\n" + "".join(edge_lines) + "\n}\n"

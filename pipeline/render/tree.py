@@ -28,6 +28,7 @@ import sys
 import numpy as np
 
 from perflake.errors import RenderError
+from perflake.frame.graph import node_number as _number
 from perflake.frame.node_values import location_mask, metric_names
 
 
@@ -264,7 +265,7 @@ def render(
         return "".join(parts)
 
     # iterative pre-order walk carrying the indentation; a node reached again (DAG) is printed, not expanded
-    stack = [(root, "", "", 1) for root in reversed(gf.graph.roots)]
+    stack = [(root, "", "", 1) for root in sorted(gf.graph.roots, key=_number, reverse=True)]
     expanded = set()
     while stack:
         node, prefix, cont, level = stack.pop()
@@ -272,7 +273,7 @@ def render(
         if level >= depth or id(node) in expanded:
             continue
         expanded.add(id(node))
-        kids = node.children
+        kids = sorted(node.children, key=_number)  # Hatchet's tree: children by number (= frame order)
         for j in range(len(kids) - 1, -1, -1):
             last = j == len(kids) - 1
             stack.append((kids[j], cont + ("└─ " if last else "├─ "), cont + ("   " if last else "│  "), level + 1))
