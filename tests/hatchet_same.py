@@ -36,7 +36,7 @@ def perflake(code: str, **consts) -> dict:
     """``answers()`` of ``code`` run on perflake's objects."""
     from perflake import GraphFrame
     from perflake.errors import MultiplePathError
-    from perflake.graph import Frame, Graph, Node
+    from perflake.frame.graph import Frame, Graph, Node
 
     scope = {"GraphFrame": GraphFrame, "Graph": Graph, "Node": Node, "Frame": Frame,
              "MultiplePathError": MultiplePathError, "pd": pd, "np": np, "json": json, **consts}

@@ -175,7 +175,7 @@ def test_child_order_column_and_lake_round_trip(lake, tmp_path):
 
 
 def test_a_nodes_table_without_child_order_lists_children_by_frame():
-    from perflake.graph import Graph
+    from perflake.frame.graph import Graph
 
     table = pa.table({"node_id": pa.array([1, 2, 3], pa.uint64()), "parent_id": pa.array([None, 1, 1], pa.uint64()),
                       "depth": pa.array([0, 1, 1], pa.int32()), "name": ["main", "zeta", "alpha"],

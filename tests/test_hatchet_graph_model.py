@@ -195,7 +195,7 @@ def test_hand_built_graph_gets_the_ids_of_the_same_call_paths_from_a_literal():
     import pandas as pd
 
     from perflake import GraphFrame
-    from perflake.graph import Frame, Graph, Node
+    from perflake.frame.graph import Frame, Graph, Node
 
     hand = Graph.from_lists(("main", ("solve", "mpi"), "io"))
     nodes = list(hand)
@@ -218,7 +218,7 @@ def test_dag_equal_of_nodes_not_yet_numbered():
     node of ``Node.from_lists`` until a Graph numbers them, so there any two trees whose roots have as many
     children compare equal (``a(b(d, e), c(f, g))`` equals ``a(b(d), c(d))``).  perflake marks nodes by object
     and compares the structure."""
-    from perflake.graph import Frame, Node
+    from perflake.frame.graph import Frame, Node
 
     tree = Node.from_lists(["a", ["b", "d", "e"], ["c", "f", "g"]])
     d = Node(Frame(name="d"))

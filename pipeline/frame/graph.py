@@ -3,7 +3,7 @@
 **Identity.**  A Node of a graph perflake built carries its call-path id (``node.node_id``, also
 ``node.callpath_id``; defined by perflake.identity).  A node built by hand (``Node(Frame(name="a"))``,
 ``Node.from_lists``, ``Graph.from_lists``) has none (``node_id`` is None) until its graph is handed to a
-GraphFrame, which derives the ids from the frames on each node's path (perflake.graph_ids).
+GraphFrame, which derives the ids from the frames on each node's path (perflake.frame.graph_ids).
 ``_hatchet_nid`` is the node's position in the graph's pre-order traversal, as in Hatchet; ``_depth`` (also
 ``depth``) its depth.  Nodes hash by ``_hatchet_nid``, as Hatchet's (so sets and dicts of nodes iterate as
 in Hatchet), and are equal when their numbers and their call-path ids are (two nodes built by hand: their
@@ -216,8 +216,8 @@ class Node:
 
     def dag_equal(self, other: "Node", vs: set | None = None, vo: set | None = None) -> bool:
         """True when the graphs below this node and ``other`` have the same structure and frames (Hatchet's;
-        see perflake.graph_ops.dag_equal)."""
-        from perflake.graph_ops import dag_equal
+        see perflake.frame.graph_ops.dag_equal)."""
+        from perflake.frame.graph_ops import dag_equal
 
         return dag_equal(self, other, vs, vo)
 
@@ -383,7 +383,7 @@ class Graph:
     @classmethod
     def from_nodes_table(cls, nodes: pa.Table, frame_columns=("name", "type")) -> "Graph":
         """Build from a nodes table (node_id, parent_id, depth, frame columns, and ``child_order``: a node's
-        position among its parent's children, or among the roots); see perflake.graph_ops.from_nodes_table."""
-        from perflake.graph_ops import from_nodes_table
+        position among its parent's children, or among the roots); see perflake.frame.graph_ops.from_nodes_table."""
+        from perflake.frame.graph_ops import from_nodes_table
 
         return from_nodes_table(nodes, frame_columns, cls)

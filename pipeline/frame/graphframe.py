@@ -49,7 +49,7 @@ class GraphFrame:
     def __init__(self, graph: Graph, dataframe: pd.DataFrame, exc_metrics=None, inc_metrics=None,
                  default_metric: str | None = None, metadata: dict | None = None):
         """Hatchet's constructor: ``graph`` and a ``dataframe`` indexed by its nodes (level ``node``, maybe
-        ``rank``/``thread``).  A graph built by hand gets its call-path ids here (perflake.graph_ids)."""
+        ``rank``/``thread``).  A graph built by hand gets its call-path ids here (perflake.frame.graph_ids)."""
         if graph is None:
             raise GraphFrameArgumentError("GraphFrame() requires a Graph")
         if dataframe is None:
@@ -58,7 +58,7 @@ class GraphFrame:
             raise GraphFrameArgumentError("the dataframe given to GraphFrame() must have an index level called "
                                           f"'node', not {list(dataframe.index.names)}")
         if not graph.has_ids():
-            from perflake.graph_ids import assign_ids
+            from perflake.frame.graph_ids import assign_ids
 
             assign_ids(graph)
             dataframe.index = _rehashed(dataframe.index)  # the nodes' hashes changed with their ids

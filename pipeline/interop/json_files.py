@@ -239,7 +239,7 @@ def from_dict(spec: dict, *, source: str = "<hatchet json>"):
     gf = to_graphframe(rows, spec.get("default_metric") or "time")  # Hatchet's from_json: time
     links = _dag_links(spec, source)
     if links is not None:  # a node listed as the child of several: Hatchet's graph is a DAG, so is this one
-        from perflake.relink import relink
+        from perflake.frame.relink import relink
 
         relink(gf, frames, links)
     _integer_columns(gf, spec.get("dataframe") or [])

@@ -18,7 +18,7 @@ other than name/type/file/line/end_line/module are ignored.
 
 ``from_lists(*lists)``: ``Graph.from_lists(*lists)`` (a Node object used twice is one node with two
 parents), every node with ``time`` = 1 and ``time (inc)`` derived, columns ``time``, ``name``, ``time (inc)``:
-Hatchet's behaviour, siblings with equal names included (call-path ids by perflake.graph_ids).
+Hatchet's behaviour, siblings with equal names included (call-path ids by perflake.frame.graph_ids).
 
 ``to_literal(gf, name="name", rank=0, thread=0, cat_columns=[])``: the graph in pre-order (roots and
 children in frame order, as Hatchet writes them), each node with its ``name``, ``frame`` (with
@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from perflake.graph import NO_TYPE, ordered
+from perflake.frame.graph import NO_TYPE, ordered
 from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 FRAME_ATTRS = ("file", "line", "end_line", "module")
@@ -194,7 +194,7 @@ def from_literal(literal):
     if text:
         _extra_columns(gf, rows, n.nodes, text)
     if links is not None:
-        from perflake.relink import relink
+        from perflake.frame.relink import relink
 
         relink(gf, frame_table, links)
     metric_cols = [m.name for m in metrics if m.name in gf.dataframe.columns]  # the literal's order (a "line"
@@ -205,8 +205,8 @@ def from_literal(literal):
 def from_lists(*lists):
     """A GraphFrame of ``Graph.from_lists(*lists)``: ``time`` = 1 per node, ``time (inc)`` derived (module
     docstring); a Node object used twice in the lists is one node with two parents, as in Hatchet."""
-    from perflake.graph import Graph
-    from perflake.graphframe import GraphFrame
+    from perflake.frame.graph import Graph
+    from perflake.frame.graphframe import GraphFrame
 
     graph = Graph.from_lists(*lists)
     nodes = list(graph)

@@ -5,7 +5,7 @@ parent it was met under) gets the links of its input back -- a literal whose ent
 ``relink(gf, frames, links)``: ``frames`` is the reader-shaped frame table the GraphFrame was normalised from
 (``local_id``, ``parent_local`` and the frame columns), ``links`` every (parent local id | -1 for a root,
 child local id) pair of the input in its order.  Each local id maps to its node by its call-path id (the one
-identity definition: perflake.normalize.local_nodes), the nodes are linked as ``links`` say (each link once,
+identity definition: perflake.ingest.normalize.local_nodes), the nodes are linked as ``links`` say (each link once,
 children and roots in the input's order; a cycle is allowed), numbered again in pre-order, and the
 dataframe's rows follow the new numbering.  Values and ids are unchanged.
 """
@@ -18,9 +18,9 @@ import pyarrow as pa
 
 def relink(gf, frames: pa.Table, links) -> None:
     """Give ``gf`` (in place) the links of its input (module docstring)."""
-    from perflake.graph import Graph
-    from perflake.graphframe import _rehashed
-    from perflake.normalize import local_nodes
+    from perflake.frame.graph import Graph
+    from perflake.frame.graphframe import _rehashed
+    from perflake.ingest.normalize import local_nodes
 
     ids = local_nodes(frames.add_column(0, "run_id", pa.array(np.zeros(frames.num_rows, np.int32))))
     by_id = gf.graph.node_by_id()

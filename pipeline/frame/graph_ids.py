@@ -18,7 +18,7 @@ import hashlib
 import numpy as np
 import pyarrow as pa
 
-from perflake.graph import Graph, frame_type, ordered
+from perflake.frame.graph import Graph, frame_type, ordered
 from perflake.identity import call_path_ids, frame_keys
 
 
