@@ -94,8 +94,8 @@ def squash(gf, *, update_inclusive_columns: bool = True):
     levels = [lv for lv in df.index.names if lv in ("rank", "thread")]
     out = GraphFrame.from_tables(n.nodes, present, info, gf.metadata, sparse=True, levels=levels)
     if extra:  # a DAG: a node keeps a link to each nearest kept ancestor (Hatchet's squash), inclusive values over them
-        from perflake.ops.inclusive import update_inclusive_columns as recompute_inclusive
         from perflake.frame.relink import relink
+        from perflake.ops.inclusive import update_inclusive_columns as recompute_inclusive
 
         relink(out, rows.frames, _dag_links(gf, parents, extra))
         if update_inclusive_columns:
