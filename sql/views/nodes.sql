@@ -8,4 +8,5 @@
 create or replace view nodes as
 select * from read_parquet(getvariable('perflake_nodes_files'), union_by_name = true)
 union all by name
-select * from (select null::integer as child_order) where false
+select * from (select null::integer as child_order) as no_rows
+where false
