@@ -81,7 +81,7 @@ def test_spot_cali_shows_avg_time_per_rank(shared_data):
     assert gf.default_metric == "Avg time/rank" and shown_metric(gf) == "Avg time/rank"
     text = gf.tree(depth=1, colour=False)
     root = gf.dataframe[gf.dataframe["name"] == "RAJAPerf"]["Avg time/rank"].iloc[0]
-    assert text == f"perflake {perflake.__version__} \u00b7 metric: Avg time/rank\n\n{root:.3f} RAJAPerf\n"
+    assert text == f"perflake v{perflake.__version__} \u00b7 metric: Avg time/rank\n\n{root:.3f} RAJAPerf\n"
 
 
 def tree_cli(capsys, *args) -> tuple[str, str]:
@@ -104,7 +104,7 @@ def test_tree_shows_the_same_inclusive_metric_from_lake_files_and_export(shared_
         capsys.readouterr()
         texts = [tree_cli(capsys, run, "--lake", lake.root)[0], tree_cli(capsys, source)[0],
                  tree_cli(capsys, exported)[0]]
-        header = f"perflake {perflake.__version__} \u00b7 metric: {expected[kind]}"
+        header = f"perflake v{perflake.__version__} \u00b7 metric: {expected[kind]}"
         for text in texts:
             assert text.splitlines()[0] == header, kind
         assert texts[0] == texts[1] == texts[2], kind
@@ -120,7 +120,7 @@ def test_tree_names_the_metric_on_stderr_without_header(shared_data, capsys):
     assert out == "51781.000 .TAU application\n"
     assert err == "perflake: showing metric 'time (inc)' (choose with --metric)\n"
     out, err = tree_cli(capsys, shared_data("tau-cpi-mpi"), "--metric", "time", "--depth", 1)
-    assert out == f"perflake {perflake.__version__} \u00b7 metric: time\n\n449.000 .TAU application\n" and err == ""
+    assert out == f"perflake v{perflake.__version__} \u00b7 metric: time\n\n449.000 .TAU application\n" and err == ""
 
 
 def test_caliper_json_default_stays_hatchets_but_the_tree_is_inclusive(shared_data, capsys):

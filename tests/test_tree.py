@@ -34,11 +34,11 @@ def test_tree_matches_hatchet_text(shared_data):
     """The tree is Hatchet's; the header is perflake's own line naming the metric, not Hatchet's banner and
     version (perflake is not Hatchet 2026.2.0: printing its banner would say so)."""
     gf = perflake.read_tau(shared_data("tau-cpi-mpi"))
-    expected = f"perflake {perflake.__version__} \u00b7 metric: time (inc)\n\n" + HATCHET_TAU.replace(" 0\n", "\n")
+    expected = f"perflake v{perflake.__version__} \u00b7 metric: time (inc)\n\n" + HATCHET_TAU.replace(" 0\n", "\n")
     assert gf.tree(colour=False) == expected
     assert "hatchet" not in gf.tree(colour=False).lower() and "2026" not in gf.tree(colour=False)
     two = gf.tree(metric_column=["time (inc)", "time"], depth=1, colour=False)
-    assert two.splitlines()[0] == f"perflake {perflake.__version__} \u00b7 metrics: time (inc), time"
+    assert two.splitlines()[0] == f"perflake v{perflake.__version__} \u00b7 metrics: time (inc), time"
 
 
 def test_tree_options(shared_data):

@@ -10,7 +10,7 @@ when asked, with the legend Hatchet prints; ``highlight_name`` shows in colour o
 Linear in the number of nodes (rows are looked up once, in a dict).
 
 Differences from Hatchet, on purpose: the header (``render_header``) is perflake's own line, ``perflake
-<version> · metric: <shown>``, not Hatchet's banner and version (printing them would claim to be Hatchet);
+v<version> · metric: <shown>``, not Hatchet's banner and version (printing them would claim to be Hatchet);
 a missing context (None, NaN) prints nothing where Hatchet prints
 ``None`` (or ``0`` for TAU, whose reader writes 0 for a missing file), except HPCToolkit's unknown file, printed
 ``<unknown file>`` as Hatchet prints it; ``colormap`` may name any matplotlib
@@ -61,7 +61,7 @@ def header(metrics) -> str:
     from perflake._version import __version__
 
     label = "metric" if len(metrics) == 1 else "metrics"
-    return f"perflake {__version__} \u00b7 {label}: {', '.join(map(str, metrics))}\n\n"
+    return f"perflake v{__version__} \u00b7 {label}: {', '.join(map(str, metrics))}\n\n"
 
 
 # An HPCToolkit (experiment.xml) profile -- its run metadata has this key -- spells an unknown file as HPCToolkit
