@@ -69,6 +69,8 @@ class Ensemble:
         """The runs ``where`` (SQL on the runs catalog) and ``runs`` (ids or prefixes) select; ``metric``: a
         name or a list (default: every metric the runs have)."""
         selected, info = tables.selected_runs(lake, where=where, runs=runs)
+        if selected.empty:
+            raise UsageError(f"no runs selected{f' by {where!r}' if where else ''} (list them with: perflake runs)")
         known = [m.name for m in info]
         wanted = known if metric is None else [metric] if isinstance(metric, str) else list(metric)
         unknown = [m for m in wanted if m not in known]

@@ -132,13 +132,23 @@ def intersection(ens):
     return ens._derive(keep=np.intersect1d(ens.node_ids(), present_in_all(ens.values_table(), len(ens))))
 
 
+class FrameView:
+    """What the tree renderer and the JSON writers read of a GraphFrame: its graph, dataframe, metric lists and
+    metadata (no GraphFrame is built: capability modules do not import it)."""
+
+    def __init__(self, graph, dataframe, exc_metrics=(), inc_metrics=(), default_metric=None, metadata=None):
+        self.graph, self.dataframe = graph, dataframe
+        self.exc_metrics, self.inc_metrics = list(exc_metrics), list(inc_metrics)
+        self.default_metric, self.metadata = default_metric, dict(metadata or {})
+
+
 def _label(column) -> str:
     return column if isinstance(column, str) else "/".join(map(str, column))
 
 
 def tree(ens, metric_column=None, *, indices=None, **options) -> str:
     """Text tree of statsframe columns, or of dataframe columns at one profile (``indices``)."""
-    from perflake.frame.graphframe import GraphFrame
+    from perflake.render.tree import render
 
     several = isinstance(metric_column, list)
     wanted = list(metric_column) if several else [metric_column if metric_column is not None else ens.default_metric]
@@ -155,8 +165,8 @@ def tree(ens, metric_column=None, *, indices=None, **options) -> str:
     labels = [_label(c) for c in wanted]
     frame = pd.DataFrame({"name": [n.frame.get("name") for n in source.index],
                           **{lab: source[c].to_numpy() for lab, c in zip(labels, wanted)}}, index=source.index)
-    gf = GraphFrame(ens.graph, frame, inc_metrics=labels, default_metric=labels[0])
-    return gf.tree(metric_column=labels if several else labels[0], **options)
+    view = FrameView(ens.graph, frame, inc_metrics=labels, default_metric=labels[0])
+    return render(view, metric_column=labels if several else labels[0], **options)
 
 
 def profile_slice(ens, indices) -> pd.DataFrame:
@@ -175,7 +185,6 @@ def profile_slice(ens, indices) -> pd.DataFrame:
 
 def to_thicket_json(ens, path=None, *, stats: bool = True) -> str:
     """Thicket JSON text via perflake.interop.json_files (profiles labelled by run id)."""
-    from perflake.frame.graphframe import GraphFrame
     from perflake.interop import json_files
 
     sparse = ens.sparse_dataframe()
@@ -183,8 +192,7 @@ def to_thicket_json(ens, path=None, *, stats: bool = True) -> str:
     runs = {}
     for profile, part in sparse.groupby(level="profile", sort=False):
         frame = part.droplevel(level)
-        runs[profile] = GraphFrame(ens.graph, frame, exc_metrics=ens.exc_metrics, inc_metrics=ens.inc_metrics,
-                                   default_metric=ens.default_metric)
+        runs[profile] = FrameView(ens.graph, frame, ens.exc_metrics, ens.inc_metrics, ens.default_metric)
     md = ens.metadata
     metadata = {p: {k: v for k, v in row.items() if not _missing(v)} for p, row in md.to_dict("index").items()}
     sf = None
