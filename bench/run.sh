@@ -38,4 +38,6 @@ rc=0
 rc=0; .venv/bin/python bench/bench_analytics.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
 # HPCToolkit v4 ingest (issue 13): bench_hpctoolkit_v4.py (10,000 nodes x 64 ranks vs Hatchet's from_hpctoolkit_latest)
 rc=0; .venv/bin/python bench/bench_hpctoolkit_v4.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
+# ensemble object and statistics (issue 16 items 1-2): bench_ensemble.py (1,000 runs vs Thicket, 10,000 perflake only)
+rc=0; .venv/bin/python bench/bench_ensemble.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
 exit "$status"
