@@ -5,6 +5,7 @@ GraphFrame, SQL over the metrics table) and, for the Thicket JSON export, agains
 from __future__ import annotations
 
 import json
+import warnings
 import sys
 
 import numpy as np
@@ -275,3 +276,13 @@ def test_lake_ensemble_and_bad_requests(raja):
         raja.ensemble_of(metric="Avg time")
     with pytest.raises(UsageError, match="no runs selected by 'nprocs > 4096'"):
         raja.ensemble_of(where="nprocs > 4096", metric=M)
+
+
+def test_lake_ensemble_warns_about_a_metadata_key_typo(gapped):
+    with pytest.warns(MetadataKeyWarning, match="no selected run has metadata key 'varaint' \\(did you mean 'variant'"):
+        got = gapped.ensemble(group_by="meta:varaint", metric=M, stats=("count",))
+    assert got["meta:varaint"].isna().all()  # still the answer it was: one group where the key is missing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert set(gapped.ensemble(group_by="meta:variant", metric=M)["meta:variant"]) == {
+            "Base_Seq", "RAJA_Seq", "Base_OpenMP", "RAJA_OpenMP"}

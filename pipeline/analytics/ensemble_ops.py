@@ -44,6 +44,26 @@ def warn_missing(metadata: pd.DataFrame, column) -> None:
                       f"group where it is missing", MetadataKeyWarning, stacklevel=4)
 
 
+def check_group_keys(lake, runs: pd.DataFrame, keys) -> None:
+    """Warn (MetadataKeyWarning) about each ``meta:KEY`` group column of a run selection that some runs lack,
+    naming close keys when no run has it: ``Lake.ensemble(group_by=["meta:nokey"])`` still answers (one group
+    where the key is missing) but never silently."""
+    for key in keys:
+        if not key.startswith("meta:") or key not in runs:
+            continue
+        missing = int(runs[key].isna().sum())
+        if missing == len(runs) and missing:
+            table = lake.catalog().runs(columns=["run_id", "metadata"]).to_pydict()
+            chosen = set(runs["run_id"])
+            known = set().union(*(json.loads(m or "{}") for r, m in zip(table["run_id"], table["metadata"])
+                                  if r in chosen))
+            warnings.warn(f"no selected run has metadata key {key[5:]!r}{_suggest(key[5:], known)}: every run is "
+                          "in the group where it is missing", MetadataKeyWarning, stacklevel=3)
+        elif missing:
+            warnings.warn(f"{missing} of {len(runs)} selected runs have no metadata key {key[5:]!r}: they form the "
+                          "group where it is missing", MetadataKeyWarning, stacklevel=3)
+
+
 def filter_metadata(ens, select):
     """Profiles whose metadata row ``select`` accepts (a callable of the row, or an SQL condition)."""
     md = ens.metadata

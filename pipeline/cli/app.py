@@ -10,10 +10,11 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from typing import TYPE_CHECKING
 
 from perflake.frame.defaults import per_rank_metric
-from perflake.errors import PerflakeError, UsageError
+from perflake.errors import MetadataKeyWarning, PerflakeError, UsageError
 
 if TYPE_CHECKING:  # pandas loads when a table is printed: `perflake ingest` starts faster without it
     import pandas as pd
@@ -430,8 +431,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
+    """perflake's own warnings (a metadata key some runs lack) as one ``perflake: warning:`` line."""
+    if issubclass(category, MetadataKeyWarning):
+        print(f"perflake: warning: {message}", file=sys.stderr)
+    else:
+        _default(message, category, filename, lineno, file, line)
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    warnings.showwarning = _show_warning
     try:
         return args.func(args)
     except PerflakeError as exc:
