@@ -286,3 +286,20 @@ def test_lake_ensemble_warns_about_a_metadata_key_typo(gapped):
         warnings.simplefilter("error")
         assert set(gapped.ensemble(group_by="meta:variant", metric=M)["meta:variant"]) == {
             "Base_Seq", "RAJA_Seq", "Base_OpenMP", "RAJA_OpenMP"}
+
+
+def test_statsframe_command(raja, capsys, tmp_path):
+    from perflake.cli.app import main
+
+    out = tmp_path / "tk.json"
+    assert main(["statsframe", "--lake", raja.root, "--stats", "count,mean,p90", "--boxplot", "--format", "csv",
+                 "--thicket-json", str(out)]) == 0
+    got = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    ens = raja.ensemble_of(metric=M)
+    ens.stats.describe([M], ["count", "mean", "p90"])
+    assert list(got.columns[:5]) == ["path", "name", f"{M}_count", f"{M}_mean", f"{M}_percentiles_90"]
+    assert got["path"].iloc[1] == "RAJAPerf > Algorithm" and (got[f"{M}_count"] == 5).all()
+    assert got[f"{M}_mean"].to_numpy() == pytest.approx(ens.statsframe[f"{M}_mean"].to_numpy(), rel=1e-12)
+    assert json.loads(out.read_text())["stats"][0][f"{M}_mean"] == pytest.approx(got[f"{M}_mean"].iloc[0])
+    assert main(["statsframe", "--lake", raja.root, "--metric", "nope"]) == 2
+    assert "no selected run has metric 'nope'" in capsys.readouterr().err

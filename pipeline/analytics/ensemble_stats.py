@@ -107,6 +107,10 @@ def _describe(ens, columns, entries, ddof: int) -> list:
             vals = raw[MOMENTS[s]].to_numpy(dtype=np.float64, na_value=np.nan)[part] if p is None else q[part, probs.index(p)]
             cols[ens.stat_name(c, name)] = vals
         written += ens.put_stats(ids, cols)
+        for s, name, _ in entries:
+            if s == "count":  # a call path without a value has a count of 0
+                column = ens.stat_name(c, name)
+                ens.statsframe[column] = ens.statsframe[column].fillna(0).astype(np.int64)
     return written
 
 
