@@ -303,3 +303,19 @@ def test_statsframe_command(raja, capsys, tmp_path):
     assert json.loads(out.read_text())["stats"][0][f"{M}_mean"] == pytest.approx(got[f"{M}_mean"].iloc[0])
     assert main(["statsframe", "--lake", raja.root, "--metric", "nope"]) == 2
     assert "no selected run has metric 'nope'" in capsys.readouterr().err
+
+
+def test_per_rank_thicket_json_keeps_the_rank_level(tmp_path):
+    need_bench_python()
+    lake = Lake(tmp_path / "lake")
+    lake.ingest(write_tau_runs(tmp_path / "tau", nodes=15, ranks=3, runs=2, seed=4))
+    ens = lake.ensemble_of(metric="time (inc)", per_rank=True)
+    ens.stats.mean(["time (inc)"])
+    ens.to_thicket_json(tmp_path / "tk.json")
+    seen = thicket_stats.load_json(tmp_path / "tk.json")
+    assert seen["index_names"] == ["node", "profile", "rank"] and seen["n_nodes"] == len(ens.graph)
+    rows = ens.sparse_dataframe()["time (inc)"]
+    assert len(seen["dataframe"]) == len(rows) == 6 * len(ens.graph) - int(ens.dataframe["name"].isna().sum())
+    profile = {str(r["run_id"]): p for p, r in seen["metadata"].items()}
+    for (node, run, rank), value in rows.items():
+        assert seen["dataframe"][f"{json.dumps(list(path_of(node)))}|{profile[run]}|{rank}"]["time (inc)"] == value

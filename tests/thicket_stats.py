@@ -51,7 +51,7 @@ def run(spec: dict, timeout: float = 600) -> dict:
 
 def load_json(path, timeout: float = 300) -> dict:
     """``Thicket.from_json`` of a file, in .bench-venv: index names, profiles, metadata columns, the dataframe
-    and statsframe as ``{path: {column: value}}`` (dataframe keyed ``path|profile``)."""
+    and statsframe as ``{path: {column: value}}`` (dataframe keyed ``path|profile[|rank]``)."""
     return _call("--json", os.fspath(path), timeout=timeout)
 
 
@@ -120,8 +120,8 @@ def from_json(path: str) -> None:
 
     tk = th.Thicket.from_json(Path(path).read_text())
     rows = {}
-    for (node, profile), row in tk.dataframe.iterrows():
-        rows[f"{_key(node)}|{profile}"] = {c: _value(v, {}) for c, v in row.items()}
+    for (node, *rest), row in tk.dataframe.iterrows():
+        rows["|".join([_key(node), *map(str, rest)])] = {c: _value(v, {}) for c, v in row.items()}
     print(json.dumps({"index_names": list(tk.dataframe.index.names), "profile": [str(p) for p in tk.profile],
                       "metadata_columns": [str(c) for c in tk.metadata.columns], "n_nodes": len(tk.graph),
                       "metadata": {str(p): {k: _value(v, {}) for k, v in r.items()} for p, r in
