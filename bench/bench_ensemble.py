@@ -29,7 +29,6 @@ import os
 import pathlib
 import shlex
 import shutil
-import statistics
 import sys
 import time
 

@@ -49,6 +49,7 @@ _PCT = re.compile(r"^(?:p|percentiles_)(\d+(?:\.\d+)?)$")
 
 
 def _session(ens):
+    """A DuckDB connection for the statistics (they read Arrow tables registered on it, no lake file)."""
     from perflake.engine import duck
 
     return duck.connection()
