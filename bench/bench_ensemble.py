@@ -84,7 +84,8 @@ def probe_main(argv) -> int:
 def worker_main(argv) -> int:
     p = argparse.ArgumentParser(prog="bench_ensemble.py worker")
     p.add_argument("--lake", required=True)
-    p.add_argument("--mode", choices=["calls", "describe", "dataframe", "handwritten"], required=True)
+    p.add_argument("--mode", choices=["calls", "describe", "dataframe", "handwritten", "warm", "cold"], required=True)
+    p.add_argument("--stat", choices=STATS, help="cold: the one statistic")
     p.add_argument("--dump")
     a = p.parse_args(argv)
     t = time.perf_counter()
@@ -107,6 +108,19 @@ def worker_main(argv) -> int:
             t = time.perf_counter()
             getattr(ens.stats, name)([METRIC])
             info["stats_s"][name] = time.perf_counter() - t
+    elif a.mode == "warm":  # the tables read first (an analysis session), then each statistic
+        t = time.perf_counter()
+        ens.values_table()
+        len(ens.graph)
+        info["read_s"] = time.perf_counter() - t
+        for name in STATS:
+            t = time.perf_counter()
+            getattr(ens.stats, name)([METRIC])
+            info["stats_s"][name] = time.perf_counter() - t
+    elif a.mode == "cold":  # construction + one statistic: everything it needs read from the Parquet files
+        t = time.perf_counter()
+        getattr(ens.stats, a.stat)([METRIC])
+        info["stats_s"][a.stat] = time.perf_counter() - t
     elif a.mode == "describe":
         t = time.perf_counter()
         ens.stats.describe([METRIC], ["mean", "median", "std", "min", "max"])
@@ -171,11 +185,11 @@ def ensure_inputs(n: int) -> tuple[list[pathlib.Path], pathlib.Path, dict]:
     return files, lake_dir, facts
 
 
-def worker(a, lake_dir: pathlib.Path, mode: str, dump: pathlib.Path | None = None) -> dict:
+def worker(a, lake_dir: pathlib.Path, mode: str, dump: pathlib.Path | None = None, *extra: str) -> dict:
     best = None
     for _ in range(a.reps):
         C.wait_for_load(a.max_load, 10.0, a.max_wait, f"perflake {mode}")
-        cmd = [str(C.PROJECT_PY), str(SELF), "worker", "--lake", str(lake_dir / "lake"), "--mode", mode]
+        cmd = [str(C.PROJECT_PY), str(SELF), "worker", "--lake", str(lake_dir / "lake"), "--mode", mode, *extra]
         res = C.run_measured(cmd + (["--dump", str(dump)] if dump else []), timeout=3600)
         if res["rc"] != 0:
             raise RuntimeError(f"worker {mode} failed: {res['stderr'][-3000:]}")
@@ -251,22 +265,29 @@ def section_thicket(a, n: int) -> tuple[str, str, bool | None]:
 def section_big(a, n: int) -> tuple[str, str, bool | None]:
     files, lake_dir, ingest = ensure_inputs(n)
     name = f"ensemble-object-{n}-runs"
-    calls = worker(a, lake_dir, "calls")
     hand = worker(a, lake_dir, "handwritten")
+    warm = worker(a, lake_dir, "warm")
+    cold = {s: worker(a, lake_dir, "cold", None, "--stat", s) for s in STATS}
     one = worker(a, lake_dir, "describe")
     lines = [f"## {name}", "", f"- date: {C.now()}", f"- git: {C.git_state()}", f"- command: `{a.command}`",
              f"- dataset: {n} RAJAPerf-like .cali files, 74 call paths; ingest {C.fmt_s(ingest['ingest_s'])} "
-             f"(peak {C.mib(ingest['ingest_rss_kib'])}); perflake only (Thicket cannot load this many here)", "",
-             f"| statistic | perflake | hand-written DuckDB | ratio | < {TARGET_STAT_S:g} s | within {TARGET_RATIO:g}x |",
-             "|---|---|---|---|---|---|"]
+             f"(peak {C.mib(ingest['ingest_rss_kib'])}); perflake only (Thicket cannot load this many here)",
+             "- cold: a fresh process, `ensemble_of` + that one statistic (catalog, call tree and values read from "
+             "the Parquet files); warm: the statistic on an ensemble whose tables are read (read once: "
+             f"{C.fmt_s(warm['read_s'])}); hand-written: one DuckDB query over the metrics Parquet files", "",
+             f"| statistic | cold | warm | hand-written DuckDB | cold / hand | warm / hand | < {TARGET_STAT_S:g} s "
+             f"(cold) | within {TARGET_RATIO:g}x (cold; warm) |", "|---|---|---|---|---|---|---|---|"]
     for s in STATS:
-        mine, theirs = calls["stats_s"][s], hand["stats_s"][s]
-        lines.append(f"| `{s}` | {C.fmt_s(mine)} | {C.fmt_s(theirs)} | {mine / theirs:.2f} | "
-                     f"{'met' if mine < TARGET_STAT_S else '**NOT met**'} | "
-                     f"{'met' if mine <= TARGET_RATIO * theirs else '**NOT met**'} |")
-    lines += ["", f"- construction {C.fmt_s(calls['construct_s'])}; the five in one `describe` pass "
-                  f"{C.fmt_s(one['stats_s']['describe'])}",
-              f"- peak memory: perflake worker {C.mib(calls['rss_kib'])}; best of {a.reps} fresh processes each"]
+        c = cold[s]["construct_s"] + cold[s]["stats_s"][s]
+        w, h = warm["stats_s"][s], hand["stats_s"][s]
+        lines.append(f"| `{s}` | {C.fmt_s(c)} | {C.fmt_s(w)} | {C.fmt_s(h)} | {c / h:.2f} | {w / h:.2f} | "
+                     f"{'met' if c < TARGET_STAT_S else '**NOT met**'} | "
+                     f"{'met' if c <= TARGET_RATIO * h else '**NOT met**'}; "
+                     f"{'met' if w <= TARGET_RATIO * h else '**NOT met**'} |")
+    lines += ["", f"- the five in one `describe` pass (cold, construction included): "
+                  f"{C.fmt_s(one['construct_s'] + one['stats_s']['describe'])}",
+              f"- peak memory: perflake worker {C.mib(max(x['rss_kib'] for x in [warm, *cold.values()]))}; "
+              f"best of {a.reps} fresh processes each"]
     return name, "\n".join(lines) + "\n", None
 
 

@@ -1,13 +1,12 @@
 -- name: statsframe_moments
 -- purpose: per column and call path, in one pass over the values of an Ensemble's dataframe: the count,
---          sum, mean, variance, standard deviation, extremes and quantiles (linear interpolation, as numpy's
---          and pandas' default).  NULL and NaN values are skipped, as pandas' groupby statistics skip NaN
--- params: $ddof, $probs
---         $ddof: delta degrees of freedom of var/std (divisor count - $ddof; pandas' default is 1);
---         $probs: LIST of probabilities in [0, 1] (may be empty)
+--          sum, mean, variance, standard deviation and extremes (sql/statsframe_quantiles.sql adds quantiles,
+--          which must keep every value).  NULL and NaN values are skipped, as pandas' groupby statistics skip NaN
+-- params: $ddof
+--         $ddof: delta degrees of freedom of var/std (divisor count - $ddof; pandas' default is 1)
 -- input: stat_values_t(col, node_id, profile, value): one row per dataframe row and requested column
--- output: col, node_id, count, sum, mean, var, std (both NULL when count <= $ddof), min, max,
---         quantiles (LIST, one per $probs entry); only call paths with at least one value
+-- output: col, node_id, count, sum, mean, var, std (both NULL when count <= $ddof), min, max; only call
+--         paths with at least one value
 with kept as (
     select
         col,
@@ -26,8 +25,7 @@ moments as (
         avg(value) as mean,
         var_pop(value) as var_pop,
         min(value) as min,
-        max(value) as max,
-        quantile_cont(value, $probs) as quantiles
+        max(value) as max
     from kept
     group by col, node_id
 ),
@@ -42,8 +40,7 @@ final as (
         case when count > $ddof then var_pop * count / (count - $ddof) end as var,
         sqrt(case when count > $ddof then var_pop * count / (count - $ddof) end) as std,
         min,
-        max,
-        quantiles
+        max
     from moments
 )
 
