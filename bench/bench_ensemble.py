@@ -240,7 +240,8 @@ def section_thicket(a, n: int) -> tuple[str, str, bool | None]:
     ours_total = calls["construct_s"] + sum(calls["stats_s"].values())
 
     def row(step, mine, theirs):
-        ratio = f"{theirs / mine:.1f}x" if theirs and mine else "n/a"
+        r = theirs / mine if theirs and mine else None
+        ratio = "n/a" if r is None else f"{r:.1f}x" if r >= 1 else f"{r:.2f}x"
         lines.append(f"| {step} | {C.fmt_s(mine)} | {C.fmt_s(theirs) if theirs else 'n/a'} | {ratio} |")
 
     row("construction (`ensemble_of` / `from_caliperreader`)", calls["construct_s"], ref and ref["load_s"])
