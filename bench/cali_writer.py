@@ -110,7 +110,16 @@ _BASE = np.random.default_rng(20230729).lognormal(mean=-0.7, sigma=0.9, size=N_R
 _REPS = np.random.default_rng(20230730).choice([50, 100, 180, 500, 2500], size=N_REGIONS)
 
 
-def _run_values(index: int, seed: int) -> dict:
+def dropped_kernels(index: int, seed: int, missing: float) -> np.ndarray:
+    """Region positions of the kernels run ``index`` lacks: each kernel with probability ``missing`` (0: none;
+    a generator of its own, so that ``missing=0`` writes the same bytes as before the option existed)."""
+    if missing <= 0:
+        return np.zeros(0, dtype=np.int64)
+    kernels = np.array([i for i, (_, p) in enumerate(REGIONS) if p > 0])
+    return kernels[np.random.default_rng([seed, index, 1]).random(len(kernels)) < missing]
+
+
+def _run_values(index: int, seed: int, dropped: np.ndarray = np.zeros(0, dtype=np.int64)) -> dict:
     """Per-region values of run ``index``: inclusive seconds (children summed up) and the kernel attributes."""
     rng = np.random.default_rng([seed, index])
     size = SIZES[(index // 4) % len(SIZES)]
@@ -120,6 +129,7 @@ def _run_values(index: int, seed: int) -> dict:
     parents = np.array([p for _, p in REGIONS])
     kernel = np.array([p > 0 for p in parents])
     own[~kernel] = rng.uniform(0.0005, 0.004, int((~kernel).sum()))
+    own[dropped] = 0.0
     incl = own.copy()
     for i in range(N_REGIONS - 1, 0, -1):  # children come after their parent in pre-order
         incl[parents[i]] += incl[i]
@@ -134,6 +144,8 @@ def _run_values(index: int, seed: int) -> dict:
         "ProblemSize": np.where(kernel, float(size), 0.0),
         "Reps": _REPS.astype(float),
     }
+    for v in attrs.values():
+        v[dropped] = 0.0
     for i in range(N_REGIONS - 1, 0, -1):  # groups and the root show the max over their kernels (any#any#max)
         for v in attrs.values():
             v[parents[i]] = max(v[parents[i]], v[i])
@@ -141,9 +153,10 @@ def _run_values(index: int, seed: int) -> dict:
             "outside": round(float(incl[0]) + rng.uniform(2.0, 9.0), 6)}
 
 
-def cali_text(index: int, seed: int = 1) -> str:
-    """The ``.cali`` text of run ``index``."""
-    v = _run_values(index, seed)
+def cali_text(index: int, seed: int = 1, missing: float = 0.0) -> str:
+    """The ``.cali`` text of run ``index``; it lacks each kernel with probability ``missing``."""
+    dropped = dropped_kernels(index, seed, missing)
+    v = _run_values(index, seed, dropped)
     w = _Writer()
     meta_prop = w.node(ATTR_PROP, "64", BOOT_STRING)
     alias = w.node(ATTR_NAME, "attribute.alias", meta_prop)
@@ -181,7 +194,11 @@ def cali_text(index: int, seed: int = 1) -> str:
     record(str(regionprofile), None)
     region = w.attribute("region", 276, BOOT_STRING)
     ids: list[int] = []
+    skip = set(dropped.tolist())
     for i, (name, parent) in enumerate(REGIONS):
+        if i in skip:
+            ids.append(-1)
+            continue
         ids.append(w.node(region, name, None if parent < 0 else ids[parent]))
         record(f"{ids[-1]}={regionprofile}", i)
 
@@ -261,8 +278,9 @@ def cali_text(index: int, seed: int = 1) -> str:
     return "\n".join(w.lines) + "\n"
 
 
-def write_cali_profiles(out_dir, n_files: int, *, seed: int = 1) -> list[pathlib.Path]:
-    """Write ``n_files`` profiles ``out_dir/<variant>/p<index>.cali`` and return their paths (index order)."""
+def write_cali_profiles(out_dir, n_files: int, *, seed: int = 1, missing: float = 0.0) -> list[pathlib.Path]:
+    """Write ``n_files`` profiles ``out_dir/<variant>/p<index>.cali`` and return their paths (index order);
+    each lacks a kernel with probability ``missing``."""
     out = pathlib.Path(out_dir)
     paths = []
     for i in range(n_files):
@@ -270,7 +288,7 @@ def write_cali_profiles(out_dir, n_files: int, *, seed: int = 1) -> list[pathlib
         sub.mkdir(parents=True, exist_ok=True)
         path = sub / f"p{i:05d}.cali"
         with open(path, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(cali_text(i, seed))
+            fh.write(cali_text(i, seed, missing))
         paths.append(path)
     return paths
 

@@ -40,4 +40,6 @@ rc=0; .venv/bin/python bench/bench_analytics.py "$@" || rc=$?; [ "$rc" -gt "$sta
 rc=0; .venv/bin/python bench/bench_hpctoolkit_v4.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
 # regressions (issue 16 item 4): bench_regress.py (regress between two groups of 5,000 runs; --only regress)
 rc=0; .venv/bin/python bench/bench_regress.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
+# ensemble object and statistics (issue 16 items 1-2): bench_ensemble.py (1,000 runs vs Thicket, 10,000 perflake only)
+rc=0; .venv/bin/python bench/bench_ensemble.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
 exit "$status"

@@ -36,6 +36,7 @@ from perflake.read import (
 
 # public name -> module defining it (imported on first attribute access)
 _PUBLIC = {
+    "Ensemble": "perflake.analytics.ensemble_frame",
     "GraphFrame": "perflake.frame.graphframe",
     "Lake": "perflake.lake",
     "LakeError": "perflake.errors",
@@ -43,7 +44,7 @@ _PUBLIC = {
     "ReaderError": "perflake.errors",
 }
 
-__all__ = ["GraphFrame", "Lake", "LakeError", "PerflakeError", "ReaderError", "read", "read_caliper", "read_cprofile",
+__all__ = ["Ensemble", "GraphFrame", "Lake", "LakeError", "PerflakeError", "ReaderError", "read", "read_caliper", "read_cprofile",
            "read_gprof_dot", "read_hpctoolkit", "read_pyinstrument", "read_tau", "__version__"]
 
 

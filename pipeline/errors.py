@@ -107,3 +107,7 @@ class RenderError(PerflakeError):
 class InteropError(PerflakeError):
     """A conversion to or from another tool cannot be made: llnl-hatchet is not installed, an input is not in
     Hatchet's JSON format or layout, or an export cannot be written."""
+
+
+class MetadataKeyWarning(UserWarning):
+    """A metadata key some runs lack (their group or filter sees a missing value): named, never silent."""

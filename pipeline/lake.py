@@ -177,6 +177,13 @@ class Lake:
 
         return ensemble(self, where, group_by, **options)
 
+    def ensemble_of(self, where: str | None = None, *, metric=None, runs=None, per_rank: bool = False):
+        """Thicket's ensemble object over the selected runs: ``.dataframe``, ``.metadata``, ``.statsframe``,
+        read lazily (see :class:`perflake.analytics.ensemble_frame.Ensemble`)."""
+        from perflake.analytics.ensemble_frame import Ensemble
+
+        return Ensemble.from_lake(self, where, metric=metric, runs=runs, per_rank=per_rank)
+
     def scaling_table(self, metric: str | None = None, by: str = "nprocs", **options) -> pd.DataFrame:
         """A metric per call path pivoted by a metadata key (see :func:`perflake.analytics.ensemble.scaling_table`)."""
         from perflake.analytics.ensemble import scaling_table

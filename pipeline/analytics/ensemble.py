@@ -104,6 +104,9 @@ def ensemble(lake, where: str | None = None, group_by=None, *, metric=None, stat
     (tree order).
     """
     sel = select(lake, runs=runs, where=where, group_by=group_by)
+    from perflake.analytics.ensemble_ops import check_group_keys  # a typo (meta:nokey) warns, never silent
+
+    check_group_keys(lake, sel.runs, sel.keys)
     stats = parse_stats(stats)[0]
     metric = metric if metric is not None else selection_metric(sel)[0]
     with session(lake) as con:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 from perflake.cli.commands import register_all
 from perflake.cli.commands._common import EXIT_ERROR, EXIT_OK
-from perflake.errors import PerflakeError
+from perflake.errors import MetadataKeyWarning, PerflakeError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -25,8 +26,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
+    """perflake's own warnings (a metadata key some runs lack) as one ``perflake: warning:`` line."""
+    if issubclass(category, MetadataKeyWarning):
+        print(f"perflake: warning: {message}", file=sys.stderr)
+    else:
+        _default(message, category, filename, lineno, file, line)
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    warnings.showwarning = _show_warning
     try:
         return args.func(args)
     except PerflakeError as exc:

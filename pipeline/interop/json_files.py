@@ -185,11 +185,14 @@ def thicket_profile(label: str) -> int:
 
 
 def to_thicket_dict(runs: Mapping[str, object], *, sources: Mapping[str, str] | None = None,
-                    metadata: Mapping[str, dict] | None = None, profile_idx_name: str = "profile") -> dict:
+                    metadata: Mapping[str, dict] | None = None, profile_idx_name: str = "profile",
+                    stats: pd.DataFrame | None = None) -> dict:
     """Several runs (label -> GraphFrame) as one Thicket JSON document (module docstring).
 
     ``sources``: label -> where the run came from (Thicket's ``profile_mapping``; default the label);
-    ``metadata``: label -> metadata dict (default: each GraphFrame's ``metadata``).
+    ``metadata``: label -> metadata dict (default: each GraphFrame's ``metadata``); ``stats``: a statsframe
+    indexed by call-path id, written as Thicket's ``stats`` records (``Thicket.from_json`` reads them into its
+    statsframe; call paths not in the runs' graphs are left out).
     """
     if not runs:
         raise InteropError("no runs to export")
@@ -219,10 +222,15 @@ def to_thicket_dict(runs: Mapping[str, object], *, sources: Mapping[str, str] | 
     inc = list(dict.fromkeys(m for gf in runs.values() for m in gf.inc_metrics))
     meta_records = [{"run_id": label, **dict(meta.get(label) or {}), profile_idx_name: profiles[label]}
                     for label in labels]
-    return {"graph": [graph], "dataframe_indices": order, "dataframe": records, "metadata": _jsonable(meta_records),
-            "inclusive_metrics": inc, "exclusive_metrics": exc, profile_idx_name: [profiles[x] for x in labels],
-            "profile_idx_name": profile_idx_name,
-            "profile_mapping": {profiles[x]: (sources or {}).get(x, x) for x in labels}}
+    doc = {"graph": [graph], "dataframe_indices": order, "dataframe": records, "metadata": _jsonable(meta_records),
+           "inclusive_metrics": inc, "exclusive_metrics": exc, profile_idx_name: [profiles[x] for x in labels],
+           "profile_idx_name": profile_idx_name,
+           "profile_mapping": {profiles[x]: (sources or {}).get(x, x) for x in labels}}
+    if stats is not None:
+        rows = stats[[i in index_of for i in stats.index]]
+        columns = {"node": [index_of[i] for i in rows.index], **{str(c): _json_column(rows[c]) for c in rows.columns}}
+        doc["stats"] = _jsonable(_records(columns))
+    return doc
 
 
 def write_thicket_json(runs: Mapping[str, object], path, **options) -> None:

@@ -1,0 +1,51 @@
+"""``perflake statsframe``: Thicket's statistics of the selected runs per call path, as the Ensemble's statsframe
+(perflake.analytics.ensemble_frame / ensemble_stats): ``--stats`` in one DuckDB pass, ``--boxplot`` and
+``--normality`` as Thicket's, ``--thicket-json OUT`` writes the ensemble and its statsframe for Thicket."""
+
+from __future__ import annotations
+
+import sys
+
+
+def cmd_statsframe(args) -> int:
+    from perflake.cli.app import _lake, _paths_column, _print_frame
+
+    lake = _lake(args)
+    metrics = args.metric.split(",") if args.metric else None
+    ens = lake.ensemble_of(args.where, metric=metrics)
+    if metrics is None:
+        metrics = [ens.default_metric]
+        print(f"perflake: metric {metrics[0]!r} (choose with --metric)", file=sys.stderr)
+        ens = ens.__class__.from_lake(lake, args.where, metric=metrics)
+    ens.stats.describe(metrics, args.stats.split(","), ddof=args.ddof)
+    if args.boxplot:
+        ens.stats.calc_boxplot_statistics(metrics)
+    if args.normality:
+        ens.stats.check_normality(metrics)
+    if args.thicket_json:
+        ens.to_thicket_json(args.thicket_json)
+        print(f"perflake: wrote {args.thicket_json}", file=sys.stderr)
+    sf = ens.statsframe
+    out = sf.reset_index(drop=True)
+    out.insert(0, "path", [[str(n.frame.get("name")) for n in node.path()] for node in sf.index])
+    for c in out.columns:
+        if out[c].dtype == object and c not in ("path", "name"):
+            out[c] = [", ".join(map(str, v)) if isinstance(v, list) else v for v in out[c]]
+    _print_frame(_paths_column(out, args.format), args.format, max_rows=args.max_rows)
+    return 0
+
+
+def register(sub, *, lake_arg, fmt_arg) -> None:
+    sp = sub.add_parser("statsframe", help="Thicket's statistics per call path across the selected runs")
+    lake_arg(sp)
+    sp.add_argument("--where", help="SQL condition on the runs catalog, e.g. \"nprocs >= 64\"")
+    sp.add_argument("--metric", help="metric(s), comma-separated (default: the selected runs' default metric)")
+    sp.add_argument("--stats", default="count,mean,median,std,min,max",
+                    help="count, sum, mean, median, std, var, min, max, pNN (comma-separated; one DuckDB pass)")
+    sp.add_argument("--ddof", type=int, default=1, help="std/var divide by count - ddof (default 1, as pandas)")
+    sp.add_argument("--boxplot", action="store_true", help="Thicket's boxplot statistics (quartiles, fences, outliers)")
+    sp.add_argument("--normality", action="store_true", help="Shapiro-Wilk normality test (Thicket's check_normality)")
+    sp.add_argument("--thicket-json", metavar="OUT", help="also write the ensemble and statsframe as Thicket JSON")
+    sp.add_argument("--max-rows", type=int, default=50)
+    fmt_arg(sp)
+    sp.set_defaults(func=cmd_statsframe)
