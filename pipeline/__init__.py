@@ -44,7 +44,8 @@ _PUBLIC = {
     "ReaderError": "perflake.errors",
 }
 
-__all__ = ["Ensemble", "GraphFrame", "Lake", "LakeError", "PerflakeError", "ReaderError", "read", "read_caliper", "read_cprofile",
+__all__ = ["Ensemble", "GraphFrame", "Lake", "LakeError", "PerflakeError", "ReaderError", "read", "read_caliper",
+           "read_cprofile",
            "read_gprof_dot", "read_hpctoolkit", "read_pyinstrument", "read_tau", "__version__"]
 
 

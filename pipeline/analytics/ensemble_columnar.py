@@ -249,7 +249,7 @@ class ColumnarEnsemble(Ensemble):
     def groupby(self, by):
         raise UsageError("groupby: group the ensembles before concat(axis='columns')")
 
-    def query(self, query, *, multi_index_mode: str = "off"):
+    def query(self, query, *, multi_index_mode: str = "mean"):
         raise UsageError("query: query the ensembles before concat(axis='columns')")
 
     def to_thicket_json(self, path=None, *, stats: bool = True) -> str:

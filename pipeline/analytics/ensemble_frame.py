@@ -45,7 +45,8 @@ class Ensemble:
     profile_idx_name = "profile"
 
     def __init__(self, lake, runs: pd.DataFrame, metric_info: list[Metric], metrics: list[str], *,
-                 per_rank: bool = False, tree_runs: pd.DataFrame | None = None, keep=None, values: pa.Table | None = None,
+                 per_rank: bool = False, tree_runs: pd.DataFrame | None = None, keep=None,
+                 values: pa.Table | None = None,
                  metadata: pd.DataFrame | None = None, nodes: pa.Table | None = None):
         self._lake = lake
         self._runs = runs.reset_index(drop=True)
@@ -275,10 +276,10 @@ class Ensemble:
 
         return groupby(self, by)
 
-    def query(self, query, *, multi_index_mode: str = "off") -> "Ensemble":
+    def query(self, query, *, multi_index_mode: str = "mean") -> "Ensemble":
         """The call paths on a match of a call-path ``query`` (object or string dialect, or a query object),
-        evaluated over every profile's rows (``multi_index_mode``: "off" = per-node mean over profiles,
-        "any", "all")."""
+        evaluated over every profile's rows (``multi_index_mode``: "mean" = per-node mean over profiles,
+        "any", "all"; "off" refuses several rows per node, as Hatchet's)."""
         from perflake.analytics.ensemble_ops import query as run_query
 
         return run_query(self, query, multi_index_mode=multi_index_mode)

@@ -128,11 +128,11 @@ def groupby(ens, by) -> dict:
     return out
 
 
-def query(ens, q, *, multi_index_mode: str = "off"):
+def query(ens, q, *, multi_index_mode: str = "mean"):
     """The call paths on a match of ``q`` over every profile's rows (perflake.query)."""
-    from perflake.query.engine import _GraphAndRows, match_node_ids
+    from perflake.query.matching import _GraphAndRows, match_node_ids
 
-    # "all" must see a profile's missing row (Thicket's padded frame); "off"/"any" read the same without it
+    # "all" must see a profile's missing row (Thicket's padded frame); "mean"/"any" read the same without it
     frame = ens.dataframe if multi_index_mode == "all" else ens.sparse_dataframe()
     ids = match_node_ids(_GraphAndRows(ens.graph, frame), q, multi_index_mode=multi_index_mode)
     if len(ids) == 0:

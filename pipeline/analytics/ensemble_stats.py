@@ -108,7 +108,8 @@ def _describe(ens, columns, entries, ddof: int) -> list:
         ids = raw["node_id"].to_numpy()[part]
         cols = {}
         for s, name, p in entries:
-            vals = raw[MOMENTS[s]].to_numpy(dtype=np.float64, na_value=np.nan)[part] if p is None else q[part, probs.index(p)]
+            vals = (raw[MOMENTS[s]].to_numpy(dtype=np.float64, na_value=np.nan)[part] if p is None
+                    else q[part, probs.index(p)])
             cols[ens.stat_name(c, name)] = vals
         written += ens.put_stats(ids, cols)
         for s, name, _ in entries:
@@ -227,11 +228,13 @@ def correlation_nodewise(ens, column1=None, column2=None, correlation: str = "pe
     con = _session(ens)
     try:
         con.register("pair_values_t", ens.pair_values(column1, column2))
-        out = sqlfiles.relation(con, "statsframe_kendall" if correlation == "kendall" else "statsframe_correlation").df()
+        out = sqlfiles.relation(con, ("statsframe_kendall" if correlation == "kendall"
+                                      else "statsframe_correlation")).df()
     finally:
         con.close()
     name = ens.cross_name(column1, column2, f" {correlation}")
-    return ens.put_stats(out["node_id"].to_numpy(), {name: out[correlation].to_numpy(dtype=np.float64, na_value=np.nan)})
+    values = out[correlation].to_numpy(dtype=np.float64, na_value=np.nan)
+    return ens.put_stats(out["node_id"].to_numpy(), {name: values})
 
 
 class Bound:

@@ -28,7 +28,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from perflake.analytics.ensemble import select  # run selection (moving to analytics/selection.py)
+from perflake.analytics.selection import select, union_nodes
 from perflake.engine import duck, sqlfiles
 from perflake.errors import LakeError
 from perflake.frame.graph import Graph
@@ -87,11 +87,8 @@ def read_values(lake, runs: pd.DataFrame, metrics: list[str], *, per_rank: bool)
 
 
 def read_nodes(lake, runs: pd.DataFrame) -> pa.Table:
-    """The union of the runs' call paths: every nodes column plus ``path`` (sql/ensemble_nodes.sql)."""
-    with session(lake) as con:
-        con.register("selection_t", runs[["run_id"]])
-        return sqlfiles.relation(con, "ensemble_nodes", files=lake.catalog().files("nodes", runs["batch"].unique()),
-                                 max_depth=MAX_DEPTH).to_arrow_table()
+    """The union of the runs' call paths: every nodes column plus ``path`` (sql/union_nodes.sql)."""
+    return union_nodes(lake, runs["run_id"], runs["batch"].unique(), full=True)
 
 
 def restrict_nodes(nodes: pa.Table, keep: np.ndarray | None) -> pa.Table:

@@ -166,7 +166,10 @@ def mwu(g: pd.DataFrame, alternative: str = "two-sided", use_continuity: bool = 
     n0, n1 = g["n0"].to_numpy(np.float64), g["n1"].to_numpy(np.float64)
     u0 = g["rank_sum0"].to_numpy(np.float64) - n0 * (n0 + 1) / 2
     u1 = n0 * n1 - u0
-    u, f = (np.maximum(u0, u1), 2.0) if alternative == "two-sided" else (u0, 1.0) if alternative == "greater" else (u1, 1.0)
+    if alternative == "two-sided":
+        u, f = np.maximum(u0, u1), 2.0
+    else:
+        u, f = (u0, 1.0) if alternative == "greater" else (u1, 1.0)
     tie = g["tie_term"].to_numpy(np.float64, na_value=0.0)
     n = n0 + n1
     exact = np.zeros(len(g), bool) if method == "asymptotic" else np.ones(len(g), bool) if method == "exact" else (

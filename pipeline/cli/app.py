@@ -12,8 +12,8 @@ import sys
 import warnings
 
 from perflake.cli.commands import register_all
-from perflake.cli.commands._common import EXIT_ERROR, EXIT_OK
-from perflake.errors import MetadataKeyWarning, PerflakeError
+from perflake.cli.commands._common import EXIT_ERROR, EXIT_OK, show_warning
+from perflake.errors import PerflakeError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,17 +26,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
-    """perflake's own warnings (a metadata key some runs lack) as one ``perflake: warning:`` line."""
-    if issubclass(category, MetadataKeyWarning):
-        print(f"perflake: warning: {message}", file=sys.stderr)
-    else:
-        _default(message, category, filename, lineno, file, line)
-
-
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    warnings.showwarning = _show_warning
+    warnings.showwarning = show_warning
     try:
         return args.func(args)
     except PerflakeError as exc:

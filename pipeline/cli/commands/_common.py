@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pandas loads when a table is printed: `perflake ingest` starts faster without it
@@ -147,3 +148,13 @@ def changes_arguments(sp, lake_arg) -> None:
                     help="cost of a change in noise variances (default 3 ln(runs) + 2 ln(call paths))")
     sp.add_argument("--min-share", type=float, default=0.0,
                     help="skip call paths below this share of the run's time (default 0)")
+
+
+def show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
+    """perflake's own warnings (a metadata key some runs lack) as one ``perflake: warning:`` line."""
+    from perflake.errors import MetadataKeyWarning
+
+    if issubclass(category, MetadataKeyWarning):
+        print(f"perflake: warning: {message}", file=sys.stderr)
+    else:
+        _default(message, category, filename, lineno, file, line)
