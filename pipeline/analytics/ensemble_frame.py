@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from perflake.analytics import ensemble_tables as tables
 from perflake.errors import UsageError
-from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
+from perflake.vocabulary import EXCLUSIVE, INCLUSIVE, Metric
 
 
 class Ensemble:

@@ -33,7 +33,7 @@ from perflake.engine import duck, sqlfiles
 from perflake.errors import LakeError
 from perflake.frame.graph import Graph
 from perflake.ingest.normalize import MAX_DEPTH
-from perflake.readers.base import OTHER, Metric
+from perflake.vocabulary import OTHER, Metric
 
 
 @contextlib.contextmanager

@@ -469,7 +469,7 @@ class GraphFrame:
         """A frame stored by ``to_hdf`` (Hatchet's ``from_hdf``; ``key`` optional when the file has one)."""
         from perflake.interop.hdf_store import from_hdf
 
-        return from_hdf(filename, key, **kwargs)
+        return from_hdf(filename, key, frame_class=cls, **kwargs)
 
     def __repr__(self) -> str:
         levels = ", ".join(self.dataframe.index.names)
