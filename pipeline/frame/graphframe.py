@@ -215,19 +215,19 @@ class GraphFrame:
         return read_pyinstrument(filename)
 
     # -- Hatchet's constructors from literals (perflake.interop.literal) -------------------------------------
-    @staticmethod
-    def from_literal(graph_dict) -> "GraphFrame":
+    @classmethod
+    def from_literal(cls, graph_dict) -> "GraphFrame":
         """A GraphFrame of a Hatchet literal: a list of ``{"frame", "metrics", "children"}`` roots."""
         from perflake.interop.literal import from_literal
 
-        return from_literal(graph_dict)
+        return from_literal(graph_dict, frame_class=cls)
 
-    @staticmethod
-    def from_lists(*lists) -> "GraphFrame":
+    @classmethod
+    def from_lists(cls, *lists) -> "GraphFrame":
         """A GraphFrame from nested ``(name, child, ...)`` tuples, ``time`` = 1 per node."""
         from perflake.interop.literal import from_lists
 
-        return from_lists(*lists)
+        return from_lists(*lists, frame_class=cls)
 
     def to_literal(self, name: str = "name", rank: int = 0, thread: int = 0, cat_columns=()) -> list:
         """The graph as a Hatchet literal with the values at (rank, thread)."""
@@ -436,7 +436,7 @@ class GraphFrame:
         """A perflake GraphFrame of a Hatchet one, through perflake's normalisation (call-path ids)."""
         from perflake.interop.hatchet import from_hatchet
 
-        return from_hatchet(hgf)
+        return from_hatchet(hgf, frame_class=cls)
 
     def to_dict(self) -> dict:
         """Hatchet's dict form (``GraphFrame.to_dict``: Hatchet's keys only)."""
@@ -456,7 +456,7 @@ class GraphFrame:
         """A GraphFrame from Hatchet's JSON text."""
         from perflake.interop.json_files import from_hatchet_json
 
-        return from_hatchet_json(json_spec)
+        return from_hatchet_json(json_spec, frame_class=cls)
 
     def to_hdf(self, filename, key: str = "hatchet_graphframe", **kwargs) -> None:
         """Store this frame in an HDF5 file under ``key`` (Hatchet's ``to_hdf``; ``perflake[hdf]``; hdf_store)."""
@@ -469,7 +469,7 @@ class GraphFrame:
         """A frame stored by ``to_hdf`` (Hatchet's ``from_hdf``; ``key`` optional when the file has one)."""
         from perflake.interop.hdf_store import from_hdf
 
-        return from_hdf(filename, key, **kwargs)
+        return from_hdf(filename, key, frame_class=cls, **kwargs)
 
     def __repr__(self) -> str:
         levels = ", ".join(self.dataframe.index.names)

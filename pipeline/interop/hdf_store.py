@@ -121,10 +121,10 @@ def _pick_key(store, filename, key):
     return key
 
 
-def from_hdf(filename, key: str | None = None, **kwargs):
-    """Read the GraphFrame stored under ``key`` (the only one in the file when ``key`` is None)."""
+def from_hdf(filename, key: str | None = None, *, frame_class, **kwargs):
+    """Read the GraphFrame stored under ``key`` (the only one in the file when ``key`` is None), as a
+    ``frame_class`` (``GraphFrame.from_hdf`` passes its own)."""
     from perflake.frame.graph import Frame, Graph, Node
-    from perflake.frame.graphframe import GraphFrame
 
     _tables()
     if kwargs:
@@ -145,7 +145,7 @@ def from_hdf(filename, key: str | None = None, **kwargs):
         except Exception as exc:  # not HDF5, damaged, another layout
             raise InteropError(f"{filename}: not a readable perflake HDF5 GraphFrame ({type(exc).__name__}: "
                                f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
-    nodes = [Node(Frame(json.loads(f)), int(nid), int(d))
+    nodes = [Node(Frame(json.loads(f)), depth=int(d), node_id=int(nid))
              for nid, d, f in zip(node_table["node_id"], node_table["depth"], node_table["frame"])]
     for p, c in zip(edges["parent"].tolist(), edges["child"].tolist()):
         nodes[p].children.append(nodes[c])
@@ -162,4 +162,4 @@ def from_hdf(filename, key: str | None = None, **kwargs):
             flat[c] = flat[c].astype(kind)
     flat["node"] = pd.Series([by_id[int(i)] for i in flat["node"]], index=flat.index, dtype=object)
     df = flat.set_index(meta["index"])[meta["columns"]]
-    return GraphFrame(graph, df, meta["exc_metrics"], meta["inc_metrics"], meta["default_metric"], meta["metadata"])
+    return frame_class(graph, df, meta["exc_metrics"], meta["inc_metrics"], meta["default_metric"], meta["metadata"])
