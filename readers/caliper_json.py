@@ -43,6 +43,7 @@ from perflake.readers.base import (finite, EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, O
                                    check_text, line_number, shown)
 from perflake.readers.caliper_json_rows import HEAD as _HEAD, KEYS, load
 from perflake.readers.node_order import NODE_ORDER_COLUMNS, reorder
+from perflake.readers.single_file import SingleFileReader
 
 _KEY_RES = {k: re.compile(rb'"' + k.encode() + rb'"\s*:') for k in KEYS}
 _HIERARCHY = ("source.function#callpath.address", "path")
@@ -221,7 +222,7 @@ def _frames(labels, parents, node_cols, order, nid, located, module):
 _HATCHET_START = re.compile(rb'^(?:\xef\xbb\xbf)?\s*\{\s*"graph"\s*:')
 
 
-class Reader:
+class Reader(SingleFileReader):
     kind = "caliper_json"
     version = "1"
 
@@ -251,10 +252,6 @@ class Reader:
                 return not missing
         except (OSError, ValueError):
             return False
-
-    @staticmethod
-    def files(path: str) -> list[str]:
-        return [os.fspath(path)]  # the run id hashes this one file
 
     def read(self, path: str) -> ProfileRows:
         path = os.fspath(path)

@@ -42,6 +42,7 @@ from perflake.readers import call_graph
 from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows, check_frames,
                                    finite, line_number, shown)
 from perflake.readers.dot_syntax import parse_dot
+from perflake.readers.single_file import SingleFileReader, file_head, file_text
 
 _HEAD = 1 << 16
 _START = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:strict\s+)?digraph\b[^{]*\{", re.I)
@@ -99,40 +100,19 @@ def _name(node_id: str, head: list[str], tooltip: str | None) -> tuple[str, str 
     return name, module or None, file, line
 
 
-class Reader:
+class Reader(SingleFileReader):
     kind = "gprof_dot"
     version = "1"
 
     @staticmethod
     def sniff(path: str) -> bool:
         """A file that starts as a DOT ``digraph`` and whose first 64 KiB hold a label with a gprof2dot value line."""
-        if not os.path.isfile(path):
-            return False
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(_HEAD)
-        except OSError:
-            return False
-        return bool(_START.match(head)) and bool(_VALUE_LABEL.search(head))
-
-    @staticmethod
-    def files(path: str) -> list[str]:
-        return [os.fspath(path)]
+        data = file_head(path, _HEAD)
+        return data is not None and bool(_START.match(data)) and bool(_VALUE_LABEL.search(data))
 
     def read(self, path: str) -> ProfileRows:
         path = os.fspath(path)
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            raise ReaderError(path, exc.strerror or str(exc)) from None
-        if not data:
-            raise ReaderError(path, "an empty file")
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise ReaderError(path, f"not UTF-8 text (byte {exc.start})") from None
-        graph = parse_dot(text, path)
+        graph = parse_dot(file_text(path), path)
         if not graph.nodes:
             raise ReaderError(path, "the DOT graph has no nodes")
         return _rows(graph, path, self)

@@ -18,13 +18,14 @@ import pyarrow as pa
 from perflake.errors import ReaderError
 from perflake.readers.base import ProfileRows, check_text, finite, shown
 from perflake.readers.hatchet_layout import LOCATIONS, layout_rows
+from perflake.readers.single_file import SingleFileReader
 
 _HEAD = 1 << 16
 _START = re.compile(rb'^\s*\{\s*"graph"\s*:\s*\[')  # Hatchet's to_json and perflake write "graph" first
 _THICKET = re.compile(rb'"profile_mapping"\s*:|"profile_idx_name"\s*:')
 
 
-class Reader:
+class Reader(SingleFileReader):
     kind = "hatchet_json"
     version = "1"
 
@@ -49,10 +50,6 @@ class Reader:
         if _THICKET.search(ends):
             return False
         return bool(_START.match(head.lstrip(b"\xef\xbb\xbf"))) or (b'"graph"' in ends and b'"dataframe_indices"' in ends)
-
-    @staticmethod
-    def files(path: str) -> list[str]:
-        return [os.fspath(path)]
 
     def read(self, path: str) -> ProfileRows:
         path = os.fspath(path)

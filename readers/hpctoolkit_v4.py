@@ -68,11 +68,10 @@ import pyarrow as pa
 
 from perflake.errors import ReaderError
 from perflake.readers import hpctoolkit_v4_sections as sec
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
+from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows,
                                    check_frames)
+from perflake.readers.hpctoolkit_profiles import GPU_THREAD_BASE, SUMMARY_RANK, checked_rank, place_others
 
-GPU_THREAD_BASE = 10000
-SUMMARY_RANK = -1
 ROOT_NAME = "<program root>"
 COPIED = 1  # bit 0 of a source file's flags: the file was copied into the database
 _FILE_NAMES = {b"meta": "meta.db", b"prof": "profile.db", b"ctxt": "cct.db"}
@@ -198,10 +197,7 @@ def _locations(meta: sec.Meta, infos: list[dict], path: str) -> tuple[np.ndarray
             rank[i], thread[i] = SUMMARY_RANK, -1 - n_summary
             n_summary += 1
         else:
-            big = next((k for k in ("RANK", "THREAD") if not 0 <= value.get(k, 0) <= INT32_MAX), None)
-            if big:
-                raise ReaderError(path, f"damaged: profile {i} has {big} id {value[big]}, beyond {INT32_MAX}")
-            rank[i] = value.get("RANK", 0)
+            rank[i] = checked_rank(value, i, path)
             below = {k for k, *_ in ids} - {"NODE", "RANK", "CORE", "SUMMARY"}
             cpu = value.get("THREAD", 0) if below <= {"THREAD"} else None  # no id below RANK: thread 0
             if cpu is not None and (rank[i], cpu) not in taken:
@@ -212,17 +208,7 @@ def _locations(meta: sec.Meta, infos: list[dict], path: str) -> tuple[np.ndarray
         records.append({"profile": i, "summary": info["summary"], "values": info["values"],
                         "id_tuple": [{"kind": k, "physical": p, "logical_id": lid, "physical_id": pid}
                                      for k, p, lid, pid in ids]})
-    k_of_rank: dict[int, int] = {}
-    for r, _, i in sorted(others, key=lambda o: (o[0], o[1])):
-        k = k_of_rank.get(r, 0)
-        while (r, GPU_THREAD_BASE + k) in taken:
-            k += 1
-        thread[i] = GPU_THREAD_BASE + k
-        taken.add((r, GPU_THREAD_BASE + k))
-        k_of_rank[r] = k + 1
-    for rec in records:
-        rec["rank"], rec["thread"] = int(rank[rec["profile"]]), int(thread[rec["profile"]])
-    return rank, thread, records
+    return place_others(rank, thread, others, taken, records)
 
 
 def _frames(meta: sec.Meta, path: str) -> tuple[dict[str, list], dict[str, list[str]]]:

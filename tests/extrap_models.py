@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-EXTRAP_PYTHON = Path(__file__).resolve().parents[1] / ".extrap-venv" / "bin" / "python"
+from venv_report import EXTRAP_PYTHON, run_json
 
 
 def run(points, rows: dict, *, negative: bool = False, timeout: float = 600) -> dict:
@@ -32,12 +31,9 @@ def run(points, rows: dict, *, negative: bool = False, timeout: float = 600) -> 
         json.dump({"points": [float(p) for p in points], "rows": rows, "negative": negative}, f)
     try:
         args = [str(EXTRAP_PYTHON), "-W", "ignore", __file__, f.name]
-        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        return run_json(args, timeout)
     finally:
         os.unlink(f.name)
-    if done.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.splitlines()[-1])
 
 
 def _main(path: str) -> None:
