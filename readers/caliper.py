@@ -59,8 +59,18 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
-                                   check_frames, line_number, shown)
+from perflake.readers.base import (
+    EXCLUSIVE,
+    FRAME_SCHEMA,
+    INCLUSIVE,
+    INT32_MAX,
+    OTHER,
+    Metric,
+    ProfileRows,
+    check_frames,
+    line_number,
+    shown,
+)
 from perflake.readers.cali_format import NAME_ATTR, PROP_ATTR, TYPE_ATTR, CaliFile, globals_of, parse
 from perflake.readers.cali_legacy import is_frame, is_legacy, record_globals
 from perflake.readers.node_order import NODE_ORDER_COLUMNS, reorder

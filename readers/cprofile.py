@@ -33,10 +33,20 @@ import pyarrow as pa
 
 from perflake.errors import ReaderError
 from perflake.readers import call_graph
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT64_MAX, OTHER, Metric, ProfileRows,
-                                   check_frames, finite, shown)
+from perflake.readers.base import (
+    EXCLUSIVE,
+    FRAME_SCHEMA,
+    INCLUSIVE,
+    INT64_MAX,
+    OTHER,
+    Metric,
+    ProfileRows,
+    check_frames,
+    finite,
+    shown,
+)
 from perflake.readers.pstats_marshal import MarshalError, head_key, loads
-from perflake.readers.single_file import SingleFileReader, file_head, file_bytes
+from perflake.readers.single_file import SingleFileReader, file_bytes, file_head
 
 METRICS = [Metric("time", EXCLUSIVE, "s", "time (inc)"), Metric("time (inc)", INCLUSIVE, "s", "time"),
            Metric("numcalls", OTHER, "count"), Metric("nativecalls", OTHER, "count")]

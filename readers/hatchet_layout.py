@@ -15,8 +15,17 @@ import pandas as pd
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT64_MAX, MAX_FRAME_TEXT, OTHER, Metric,
-                                  ProfileRows, check_frames)
+from perflake.readers.base import (
+    EXCLUSIVE,
+    FRAME_SCHEMA,
+    INCLUSIVE,
+    INT64_MAX,
+    MAX_FRAME_TEXT,
+    OTHER,
+    Metric,
+    ProfileRows,
+    check_frames,
+)
 
 ATTRIBUTES = ("name", "type", "file", "line", "end_line", "module")
 LOCATIONS = ("rank", "thread")

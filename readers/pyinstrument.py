@@ -30,8 +30,18 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT64_MAX, Metric, ProfileRows, check_frames,
-                                   check_text, finite, shown)
+from perflake.readers.base import (
+    EXCLUSIVE,
+    FRAME_SCHEMA,
+    INCLUSIVE,
+    INT64_MAX,
+    Metric,
+    ProfileRows,
+    check_frames,
+    check_text,
+    finite,
+    shown,
+)
 from perflake.readers.single_file import SingleFileReader, file_head, file_text
 
 _HEAD = 1 << 16

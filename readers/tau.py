@@ -25,8 +25,17 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (finite, EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
-                                   check_frames)
+from perflake.readers.base import (
+    EXCLUSIVE,
+    FRAME_SCHEMA,
+    INCLUSIVE,
+    INT32_MAX,
+    OTHER,
+    Metric,
+    ProfileRows,
+    check_frames,
+    finite,
+)
 from perflake.readers.tau_files import HEADER_RE, parse_folder
 from perflake.readers.tau_frames import parse_frame
 

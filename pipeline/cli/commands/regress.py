@@ -43,7 +43,8 @@ def _table(result, top: int):
 
 def cmd_regress(args) -> int:
     from perflake.analytics.regress import regress
-    from perflake.cli.commands._common import paths_column as _paths_column, print_frame as _print_frame
+    from perflake.cli.commands._common import paths_column as _paths_column
+    from perflake.cli.commands._common import print_frame as _print_frame
     from perflake.errors import PerflakeError
     from perflake.lake import Lake
 
