@@ -328,7 +328,8 @@ class Reader(SingleFileReader):
         ln = np.nan_to_num(_floats(path, line_t, cells[col[line_t]], strict=True)[rows], nan=-1).astype(np.int64) \
             if by_value else ref("source.line#")
         pairs, code = np.unique(np.stack([files, ln], axis=1), axis=0, return_inverse=True)
-        texts = [f"{labels[f] if f >= 0 else ''}:{'' if v < 0 else v if by_value else labels[v]}" for f, v in pairs.tolist()]
+        texts = [f"{labels[f] if f >= 0 else ''}:{'' if v < 0 else v if by_value else labels[v]}"
+                 for f, v in pairs.tolist()]
         return np.where(files >= 0, code.reshape(-1), -1), texts
 
     @staticmethod
@@ -337,7 +338,8 @@ class Reader(SingleFileReader):
         caliper2 = bool(major) and int(major.group(1)) >= 2
         chosen, taken = [], set()
         for i, (title, meta) in enumerate(zip(titles, colmeta)):
-            if not meta.get("is_value") or title in ("mpi.rank", hier, *_NOT_METRICS) or title.startswith("source.line#"):
+            if (not meta.get("is_value") or title in ("mpi.rank", hier, *_NOT_METRICS)
+                    or title.startswith("source.line#")):
                 continue
             name = _RENAME.get(title, title)
             name = title if name in taken else name

@@ -95,7 +95,8 @@ def _check(stats: dict, path: str) -> None:
             raise ReaderError(path, f"{shown(func)}: {shown(entry)} is not (cc, nc, tt, ct, callers)")
         for caller, call in entry[4].items():
             if not _is_func(caller):
-                raise ReaderError(path, f"{shown(func)}: a caller {shown(caller)} is not a (file, line, function) tuple")
+                raise ReaderError(path, f"{shown(func)}: a caller {shown(caller)} is not a "
+                                        "(file, line, function) tuple")
             if not (_is_number(call) or (isinstance(call, tuple) and len(call) == 4 and all(map(_is_number, call)))):
                 raise ReaderError(path, f"{shown(func)}: the calls from {shown(caller)} are {shown(call)}, "
                                         "not (nc, cc, tt, ct) or a count")

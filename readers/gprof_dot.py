@@ -59,7 +59,8 @@ _START = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:strict\s+)?digraph\b[^{]*\{", re.
 # a label with a gprof2dot value line: "\n12.34%", "\n(0.55%)", "\n0.25", "\n(0.05)" or "\n300021×"
 _VALUE_LABEL = re.compile(rb'label="[^"\n]*\\n(?:\(?[0-9.eE+-]+%?\)?|[0-9]+\xc3\x97)(?:\\n|")')
 _NUM = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
-_VALUE = re.compile(rf"^(?:(?P<incp>{_NUM})%|\((?P<excp>{_NUM})%\)|\((?P<exc>{_NUM})\)|(?P<inc>{_NUM})|(?P<n>[0-9]+)\u00d7)$")
+_VALUE = re.compile(rf"^(?:(?P<incp>{_NUM})%|\((?P<excp>{_NUM})%\)|\((?P<exc>{_NUM})\)|"
+                    rf"(?P<inc>{_NUM})|(?P<n>[0-9]+)\u00d7)$")
 _PSTATS_NAME = re.compile(r"^([^:\n]*):([0-9]+):(.+)$", re.S)
 _HASHED_ID = re.compile(r"^_[0-9a-f]{40}$")
 _SPACE = re.compile(r"\s+")
@@ -150,7 +151,8 @@ def _rows(graph, path: str, reader: Reader) -> ProfileRows:
         except ValueError as exc:
             raise ReaderError(path, f"node {shown(nid)}: {exc}") from None
         if len(counts) > 2:
-            raise ReaderError(path, f"node {shown(nid)}: {len(counts)} 'N×' lines in its label (gprof2dot writes at most 2)")
+            raise ReaderError(path, f"node {shown(nid)}: {len(counts)} 'N×' lines in its label "
+                                    "(gprof2dot writes at most 2)")
         if len(counts) == 2:
             times["samples"], times["calls"] = counts
         elif counts:
@@ -194,10 +196,12 @@ def _metrics(values: list[dict | None]) -> tuple[list[Metric], dict[str, list[fl
     absolute = bool(kinds & {"inc", "exc"})
     plan: list[tuple[Metric, str]] = []
     if percent:
-        plan += [(Metric("time", EXCLUSIVE, "%", "time (inc)"), "excp"), (Metric("time (inc)", INCLUSIVE, "%", "time"), "incp")]
+        plan += [(Metric("time", EXCLUSIVE, "%", "time (inc)"), "excp"),
+                 (Metric("time (inc)", INCLUSIVE, "%", "time"), "incp")]
     if absolute:
         base = "time (abs)" if percent else "time"
-        plan += [(Metric(base, EXCLUSIVE, None, f"{base} (inc)"), "exc"), (Metric(f"{base} (inc)", INCLUSIVE, None, base), "inc")]
+        plan += [(Metric(base, EXCLUSIVE, None, f"{base} (inc)"), "exc"),
+                 (Metric(f"{base} (inc)", INCLUSIVE, None, base), "inc")]
     for k in ("calls", "samples"):
         if k in kinds:
             plan.append((Metric(k, OTHER, "count"), k))

@@ -49,15 +49,18 @@ class Reader(SingleFileReader):
         ends = head + b"\n" + tail
         if _THICKET.search(ends):
             return False
-        return bool(_START.match(head.lstrip(b"\xef\xbb\xbf"))) or (b'"graph"' in ends and b'"dataframe_indices"' in ends)
+        return (bool(_START.match(head.lstrip(b"\xef\xbb\xbf")))
+                or (b'"graph"' in ends and b'"dataframe_indices"' in ends))
 
     def read(self, path: str) -> ProfileRows:
         path = os.fspath(path)
         rows = rows_from_spec(load(path), path)
         rows.format = self.kind
         rows.reader_version = self.version
-        for i, field in enumerate(rows.values.schema):  # infinities as NaN (readers/base.finite); converting a
-            if pa.types.is_floating(field.type):   # live GraphFrame (perflake.interop.hatchet) keeps them: a user's values
+        # infinities as NaN (readers/base.finite); converting a live GraphFrame (perflake.interop.hatchet) keeps
+        # them: a user's values
+        for i, field in enumerate(rows.values.schema):
+            if pa.types.is_floating(field.type):
                 col = rows.values.column(i).to_numpy()
                 rows.values = rows.values.set_column(i, field, pa.array(finite(col), field.type))
         return rows
@@ -86,7 +89,8 @@ def _require(spec, source: str) -> None:
     if not isinstance(spec["dataframe"], list) or not all(isinstance(r, dict) for r in spec["dataframe"]):
         raise ReaderError(source, "'dataframe' must be a list of records (objects)")
     if not isinstance(indices, list) or "node" not in indices or len(set(map(str, indices))) != len(indices):
-        raise ReaderError(source, f"'dataframe_indices' must be a list of distinct levels naming 'node', not {shown(indices)}")
+        raise ReaderError(source, "'dataframe_indices' must be a list of distinct levels naming 'node', "
+                                  f"not {shown(indices)}")
     for key in ("inclusive_metrics", "exclusive_metrics"):
         value = spec.get(key)
         if value is not None and not (isinstance(value, list) and all(isinstance(m, str) for m in value)):

@@ -1,8 +1,8 @@
 """Hatchet's layout -- a graph of frames plus a dataframe indexed by node[, rank][, thread] -- as reader rows.
 
-Shared by the Hatchet JSON reader (:mod:`perflake.readers.hatchet_json`) and :func:`perflake.interop.hatchet.from_hatchet`
-(a live Hatchet GraphFrame); the mapping of attributes, placeholders and metric roles is described in
-:mod:`perflake.interop.hatchet`.
+Shared by the Hatchet JSON reader (:mod:`perflake.readers.hatchet_json`) and
+:func:`perflake.interop.hatchet.from_hatchet` (a live Hatchet GraphFrame); the mapping of attributes,
+placeholders and metric roles is described in :mod:`perflake.interop.hatchet`.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ Format reference: ``shared/docs/formats.md`` section 2; the binary decoding is i
   would be cut too early (the format does not record that directory).
 * **Values on contexts absent from meta.db** (formats.md 2.5; hpcprof since 2022 leaves instruction contexts
   with a lexical relation out of meta.db, ``MetaDB::elide()`` in HPCToolkit's ``src/hpcprof/sinks/metadb.hpp``,
-  their children moved up to the parent, but still writes their values to profile.db and cct.db).  Such values make no node:
-  their cost is already in the ancestors' ``execution`` and ``function`` values (hpctoolkit-gamess, every
+  their children moved up to the parent, but still writes their values to profile.db and cct.db).  Such values
+  make no node: their cost is already in the ancestors' ``execution`` and ``function`` values (hpctoolkit-gamess, every
   tree context, all 65 profiles: execution minus the children's execution equals function minus the lexical
   children's function; tests/test_hpctoolkit_v4.py).  hpcviewer and Hatchet also read only ids in meta.db.
   Metadata: ``hpctoolkit.missing_contexts`` (ids), ``hpctoolkit.missing_values`` (values skipped) and

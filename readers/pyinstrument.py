@@ -92,7 +92,8 @@ def _tree(root, path: str) -> tuple[pa.Table, pa.Table]:
             raise ReaderError(path, f"a frame {shown(frame)} has no 'function' text and 'time' number")
         children = frame.get("children") or []
         if not isinstance(children, list) or not all(isinstance(c, dict) and _number(c.get("time")) for c in children):
-            raise ReaderError(path, f"frame {shown(frame['function'])}: 'children' is not a list of frames with a 'time'")
+            raise ReaderError(path, f"frame {shown(frame['function'])}: 'children' is not a list of frames "
+                                    "with a 'time'")
         me = len(names)
         short, full, line = frame.get("file_path_short"), frame.get("file_path"), frame.get("line_no")
         file = short if isinstance(short, str) and short else full if isinstance(full, str) and full else None

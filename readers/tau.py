@@ -201,12 +201,14 @@ class Reader:
             columns[exc_name] = table.column("excl").to_numpy()[keep]
             columns[inc_name] = table.column("incl").to_numpy()[keep]
         metrics += [Metric("Calls", OTHER, "count"), Metric("Subrs", OTHER, "count")]
-        values = {"local_id": pa.array(first_ids), "rank": pa.array(columns["rank"]), "thread": pa.array(columns["thread"])}
+        values = {"local_id": pa.array(first_ids), "rank": pa.array(columns["rank"]),
+                  "thread": pa.array(columns["thread"])}
         for m in metrics:
             values[m.name] = pa.array(finite(columns[m.name].astype(np.float64, copy=False)))
         if any(c for _, c, _ in keys):
             metadata["tau.locations"] = [
-                {"node": n, "context": c, "thread": t, "rank": locations[(n, c, t)][0], "perflake_thread": locations[(n, c, t)][1]}
+                {"node": n, "context": c, "thread": t, "rank": locations[(n, c, t)][0],
+                 "perflake_thread": locations[(n, c, t)][1]}
                 for n, c, t in keys
             ]
         return ProfileRows(
@@ -241,5 +243,6 @@ def _node_ids(builder: _TreeBuilder, paths: list[str], names: pa.ChunkedArray, c
     kept = idx[keep]
     pair = kept.astype(np.int64) * 2 + mode
     upairs, inverse = np.unique(pair, return_inverse=True)
-    ids = np.fromiter((builder.for_name(uniq[p // 2], root, bool(p % 2)) for p in upairs.tolist()), np.int32, len(upairs))
+    ids = np.fromiter((builder.for_name(uniq[p // 2], root, bool(p % 2)) for p in upairs.tolist()), np.int32,
+                      len(upairs))
     return keep, ids[inverse]

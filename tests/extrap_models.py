@@ -6,11 +6,11 @@
 
     .extrap-venv/bin/python tests/extrap_models.py INPUT.json
 
-INPUT: ``{"points": [p, ...], "negative": false, "rows": {name: [[repetition values at p0], [at p1], ...], ...}}`` (an empty list
-where the row has no value at that point).  Prints one JSON object ``{name: {"model": text, "constant": bool,
-"c0", "c1", "poly", "log", "smape", "ar2", "rss", "re", "rrss"}}``: the model of Extra-P's ModelGenerator with
-its defaults (the Basic single-parameter modeler, mean of the repetitions, cross-validation on), as Thicket's
-``Modeling`` calls it.  tests/test_models.py calls :func:`run` (stdlib only at import time).
+INPUT: ``{"points": [p, ...], "negative": false, "rows": {name: [[repetition values at p0], [at p1], ...], ...}}``
+(an empty list where the row has no value at that point).  Prints one JSON object ``{name: {"model": text,
+"constant": bool, "c0", "c1", "poly", "log", "smape", "ar2", "rss", "re", "rrss"}}``: the model of Extra-P's
+ModelGenerator with its defaults (the Basic single-parameter modeler, mean of the repetitions, cross-validation
+on), as Thicket's ``Modeling`` calls it.  tests/test_models.py calls :func:`run` (stdlib only at import time).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ metric, node count, the profile table of parallel mode (``metadata``) and every 
 ``"_guard": true``: Hatchet's ``binary_search`` then clamps its upper bound to the buffer it searches (formats.md
 B.7: its bound starts at ``n`` instead of ``n-1`` and parallel mode raises struct.error on hpctoolkit-gamess);
 nothing else of Hatchet is changed.  ``"_filter_all": true`` reports ``gf.filter(lambda row: True)`` (a filter
-that keeps every row, then Hatchet's squash with its default ``update_inc_cols=True``).  tests/test_hpctoolkit_latest.py calls :func:`load` (stdlib only at import).
+that keeps every row, then Hatchet's squash with its default ``update_inc_cols=True``).
+tests/test_hpctoolkit_latest.py calls :func:`load` (stdlib only at import).
 """
 
 from __future__ import annotations

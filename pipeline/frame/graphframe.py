@@ -195,14 +195,16 @@ class GraphFrame:
 
     @staticmethod
     def from_gprof_dot(filename) -> "GraphFrame":
-        """gprof2dot's DOT output (Hatchet's ``from_gprof_dot``; the call graph as a tree: perflake.readers.call_graph)."""
+        """gprof2dot's DOT output (Hatchet's ``from_gprof_dot``; the call graph as a tree:
+        perflake.readers.call_graph)."""
         from perflake.read import read_gprof_dot
 
         return read_gprof_dot(filename)
 
     @staticmethod
     def from_cprofile(filename) -> "GraphFrame":
-        """A cProfile ``.pstats`` file (Hatchet's ``from_cprofile``; the call graph as a tree: perflake.readers.call_graph)."""
+        """A cProfile ``.pstats`` file (Hatchet's ``from_cprofile``; the call graph as a tree:
+        perflake.readers.call_graph)."""
         from perflake.read import read_cprofile
 
         return read_cprofile(filename)
@@ -361,7 +363,8 @@ class GraphFrame:
 
     __add__, __sub__, __mul__, __truediv__ = add, sub, mul, div
 
-    def load_imbalance(self, metric=None, *, top: int | None = None, absent: str = "exclude", k: int = 3, ddof: int = 1):
+    def load_imbalance(self, metric=None, *, top: int | None = None, absent: str = "exclude", k: int = 3,
+                       ddof: int = 1):
         """Per node: mean/min/max/std over ranks, max/mean and the top-k ranks (see perflake.analytics.imbalance)."""
         from perflake.analytics.imbalance import graphframe_imbalance
 
@@ -397,7 +400,8 @@ class GraphFrame:
         return save(self, path, metric, **options)
 
     def flat_profile(self, by: str = "name", metrics=None, **options):
-        """Metrics summed per function (or ``by`` column) across contexts, Hatchet's recipe (perflake.render.flat_profile)."""
+        """Metrics summed per function (or ``by`` column) across contexts, Hatchet's recipe
+        (perflake.render.flat_profile)."""
         from perflake.render.flat_profile import flat_profile
 
         return flat_profile(self, by, metrics, **options)

@@ -53,7 +53,8 @@ def cmd_regress(args) -> int:
         result = regress(Lake(args.lake), args.baseline, args.candidate, metric=args.metric, test=args.test,
                          alpha=args.alpha, threshold=args.threshold, min_share=args.min_share)
     _warnings(caught)
-    for path, text in ((args.json, lambda: result.to_json()), (args.markdown, lambda: result.to_markdown(args.top or 15))):
+    for path, text in ((args.json, lambda: result.to_json()),
+                       (args.markdown, lambda: result.to_markdown(args.top or 15))):
         if path:
             try:
                 with open(path, "w", encoding="utf-8") as fh:
