@@ -48,3 +48,29 @@ def test_no_capability_module_imports_graphframe():
                 found[str(path.relative_to(PKG))] = lines
     assert not found, (f"capability modules importing GraphFrame (module: lines): {found}; build with "
                        "type(gf).from_tables, or take the class as a parameter (frame_class=cls)")
+
+
+def test_results_keep_the_class_of_the_frame_they_come_from():
+    """What the rule asks for, seen from the outside: a GraphFrame subclass stays itself through every capability
+    that builds a frame (type(gf) in ops and analytics, ``frame_class=cls`` from GraphFrame's constructors)."""
+    import literal
+    from perflake.frame.graphframe import GraphFrame
+
+    class Mine(GraphFrame):
+        pass
+
+    gf = Mine.from_literal(literal.MOCK_GRAPH)
+    other = Mine.from_literal(literal.SOLVERS_GRAPH)
+    made = {
+        "from_literal": gf,
+        "from_lists": Mine.from_lists(("a", "b", "c")),
+        "from_json": Mine.from_json(gf.to_json()),
+        "from_hatchet": Mine.from_hatchet(gf),
+        "filter": gf.filter(lambda row: row["time"] > 0, squash=False),
+        "squash": gf.filter(lambda row: row["time"] > 0),
+        "groupby_aggregate": gf.groupby_aggregate("name", "sum"),
+        "deepcopy": gf.deepcopy(),
+        "sub": gf - other,
+    }
+    assert {k: type(v).__name__ for k, v in made.items()} == dict.fromkeys(made, "Mine")
+    assert len(made["squash"].graph) > 0 and len(made["sub"].graph) >= len(gf.graph)
