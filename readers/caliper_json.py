@@ -39,23 +39,12 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (
-    EXCLUSIVE,
-    FRAME_SCHEMA,
-    INCLUSIVE,
-    OTHER,
-    Metric,
-    ProfileRows,
-    check_frames,
-    check_text,
-    finite,
-    line_number,
-    shown,
-)
+from perflake.readers.base import check_frames, check_text, finite, line_number, shown
 from perflake.readers.caliper_json_rows import HEAD as _HEAD
 from perflake.readers.caliper_json_rows import KEYS, load
 from perflake.readers.node_order import NODE_ORDER_COLUMNS, reorder
 from perflake.readers.single_file import SingleFileReader
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 _KEY_RES = {k: re.compile(rb'"' + k.encode() + rb'"\s*:') for k in KEYS}
 _HIERARCHY = ("source.function#callpath.address", "path")

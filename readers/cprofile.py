@@ -33,20 +33,10 @@ import pyarrow as pa
 
 from perflake.errors import ReaderError
 from perflake.readers import call_graph
-from perflake.readers.base import (
-    EXCLUSIVE,
-    FRAME_SCHEMA,
-    INCLUSIVE,
-    INT64_MAX,
-    OTHER,
-    Metric,
-    ProfileRows,
-    check_frames,
-    finite,
-    shown,
-)
+from perflake.readers.base import INT64_MAX, check_frames, finite, shown
 from perflake.readers.pstats_marshal import MarshalError, head_key, loads
 from perflake.readers.single_file import SingleFileReader, file_bytes, file_head
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 METRICS = [Metric("time", EXCLUSIVE, "s", "time (inc)"), Metric("time (inc)", INCLUSIVE, "s", "time"),
            Metric("numcalls", OTHER, "count"), Metric("nativecalls", OTHER, "count")]

@@ -39,20 +39,10 @@ import pyarrow as pa
 
 from perflake.errors import ReaderError
 from perflake.readers import call_graph
-from perflake.readers.base import (
-    EXCLUSIVE,
-    FRAME_SCHEMA,
-    INCLUSIVE,
-    OTHER,
-    Metric,
-    ProfileRows,
-    check_frames,
-    finite,
-    line_number,
-    shown,
-)
+from perflake.readers.base import check_frames, finite, line_number, shown
 from perflake.readers.dot_syntax import parse_dot
 from perflake.readers.single_file import SingleFileReader, file_head, file_text
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 _HEAD = 1 << 16
 _START = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:strict\s+)?digraph\b[^{]*\{", re.I)

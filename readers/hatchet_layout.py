@@ -15,17 +15,8 @@ import pandas as pd
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (
-    EXCLUSIVE,
-    FRAME_SCHEMA,
-    INCLUSIVE,
-    INT64_MAX,
-    MAX_FRAME_TEXT,
-    OTHER,
-    Metric,
-    ProfileRows,
-    check_frames,
-)
+from perflake.readers.base import INT64_MAX, MAX_FRAME_TEXT, check_frames
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 ATTRIBUTES = ("name", "type", "file", "line", "end_line", "module")
 LOCATIONS = ("rank", "thread")

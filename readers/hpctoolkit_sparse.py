@@ -57,18 +57,10 @@ import pyarrow as pa
 
 from perflake.errors import ReaderError
 from perflake.readers import hpctoolkit_sparse_sections as sec
-from perflake.readers.base import (
-    EXCLUSIVE,
-    FRAME_SCHEMA,
-    INCLUSIVE,
-    OTHER,
-    Metric,
-    ProfileRows,
-    check_frames,
-    check_text,
-)
+from perflake.readers.base import check_frames, check_text
 from perflake.readers.hpctoolkit_profiles import GPU_THREAD_BASE, SUMMARY_RANK, checked_rank, place_others
 from perflake.readers.hpctoolkit_xml import STATEMENT, TYPES, ParsedExperiment, parse_experiment
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 XML_NAME, PROFILE_DB, CCT_DB, TRACE_DB = "experiment.xml", "profile.db", "cct.db", "trace.db"
 ROUNDING = 1e-9

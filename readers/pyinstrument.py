@@ -30,19 +30,9 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (
-    EXCLUSIVE,
-    FRAME_SCHEMA,
-    INCLUSIVE,
-    INT64_MAX,
-    Metric,
-    ProfileRows,
-    check_frames,
-    check_text,
-    finite,
-    shown,
-)
+from perflake.readers.base import INT64_MAX, check_frames, check_text, finite, shown
 from perflake.readers.single_file import SingleFileReader, file_head, file_text
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, Metric, ProfileRows
 
 _HEAD = 1 << 16
 _ROOT = re.compile(rb'"root_frame"\s*:\s*(?:\{|null)')

@@ -25,19 +25,10 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (
-    EXCLUSIVE,
-    FRAME_SCHEMA,
-    INCLUSIVE,
-    INT32_MAX,
-    OTHER,
-    Metric,
-    ProfileRows,
-    check_frames,
-    finite,
-)
+from perflake.readers.base import INT32_MAX, check_frames, finite
 from perflake.readers.tau_files import HEADER_RE, parse_folder
 from perflake.readers.tau_frames import parse_frame
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 _PROFILE_RE = re.compile(r"^profile\.(\d+)\.(\d+)\.(\d+)$")
 _TIME_METRICS = {"TIME": "time", "CPU_TIME": "time"}
