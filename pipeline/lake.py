@@ -150,9 +150,16 @@ class Lake:
             params = {"files": cat.files("metrics", [row["batch"]]), "run_id": row["run_id"],
                       "metrics": [m.name for m in metrics]}
             values = sqlfiles.relation(con, "run_metrics", **params).to_arrow_table()
+        return self.frame_class.from_tables(nodes, values, metrics, json.loads(row["metadata"] or "{}"),
+                                            fmt=row["format"])
+
+    @property
+    def frame_class(self) -> type[GraphFrame]:
+        """The class of the frames this lake builds (analytics that build a frame from tables take it from here,
+        as operations take ``type(gf)``: no capability module imports GraphFrame)."""
         from perflake.frame.graphframe import GraphFrame
 
-        return GraphFrame.from_tables(nodes, values, metrics, json.loads(row["metadata"] or "{}"), fmt=row["format"])
+        return GraphFrame
 
     def imbalance(self, runs=None, *, metric: str = "time", top: int | None = None, absent: str = "exclude",
                   k: int = 3, ddof: int = 1, where: str | None = None, scheduler=None, by: str = "imbalance",

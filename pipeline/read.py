@@ -16,13 +16,21 @@ def read(path: str | os.PathLike, kind: str | None = None) -> GraphFrame:
     return read_rows(readers.read(path, kind))
 
 
+def frame_class() -> type[GraphFrame]:
+    """perflake's GraphFrame class, imported now: what this module builds, and the default of interop's
+    constructors that have no frame to take the class from when called directly (GraphFrame's classmethods pass
+    their own ``cls``; no module of ops/, analytics/, render/, interop/, plots/ imports GraphFrame)."""
+    from perflake.frame.graphframe import GraphFrame
+
+    return GraphFrame
+
+
 def read_rows(rows) -> GraphFrame:
     """A GraphFrame of a reader's ProfileRows (normalised as at ingest)."""
-    from perflake.frame.graphframe import GraphFrame
     from perflake.ingest.normalize import normalize
 
     n = normalize(rows)
-    return GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata, fmt=rows.format)
+    return frame_class().from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata, fmt=rows.format)
 
 
 def read_tau(path: str | os.PathLike) -> GraphFrame:

@@ -59,11 +59,12 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
-                                   check_frames, line_number, shown)
+from perflake.readers.base import INT32_MAX, check_frames, line_number, shown
 from perflake.readers.cali_format import NAME_ATTR, PROP_ATTR, TYPE_ATTR, CaliFile, globals_of, parse
 from perflake.readers.cali_legacy import is_frame, is_legacy, record_globals
 from perflake.readers.node_order import NODE_ORDER_COLUMNS, reorder
+from perflake.readers.single_file import SingleFileReader, file_head
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 _RENAME = {
     "sum#time.duration": "time",
@@ -326,23 +327,13 @@ def _metrics(attrs: list) -> list[Metric]:
     return out
 
 
-class Reader:
+class Reader(SingleFileReader):
     kind = "caliper"
     version = "1"
 
     @staticmethod
     def sniff(path: str) -> bool:
-        if not os.path.isfile(path):
-            return False
-        try:
-            with open(path, "rb") as fh:
-                return fh.read(6) == b"__rec="
-        except OSError:
-            return False
-
-    @staticmethod
-    def files(path: str) -> list[str]:
-        return [os.fspath(path)]
+        return file_head(path, 6) == b"__rec="
 
     def read(self, path: str) -> ProfileRows:
         path = os.fspath(path)

@@ -39,10 +39,12 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (finite, EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows, check_frames,
-                                   check_text, line_number, shown)
-from perflake.readers.caliper_json_rows import HEAD as _HEAD, KEYS, load
+from perflake.readers.base import check_frames, check_text, finite, line_number, shown
+from perflake.readers.caliper_json_rows import HEAD as _HEAD
+from perflake.readers.caliper_json_rows import KEYS, load
 from perflake.readers.node_order import NODE_ORDER_COLUMNS, reorder
+from perflake.readers.single_file import SingleFileReader
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 _KEY_RES = {k: re.compile(rb'"' + k.encode() + rb'"\s*:') for k in KEYS}
 _HIERARCHY = ("source.function#callpath.address", "path")
@@ -221,7 +223,7 @@ def _frames(labels, parents, node_cols, order, nid, located, module):
 _HATCHET_START = re.compile(rb'^(?:\xef\xbb\xbf)?\s*\{\s*"graph"\s*:')
 
 
-class Reader:
+class Reader(SingleFileReader):
     kind = "caliper_json"
     version = "1"
 
@@ -251,10 +253,6 @@ class Reader:
                 return not missing
         except (OSError, ValueError):
             return False
-
-    @staticmethod
-    def files(path: str) -> list[str]:
-        return [os.fspath(path)]  # the run id hashes this one file
 
     def read(self, path: str) -> ProfileRows:
         path = os.fspath(path)
@@ -319,7 +317,8 @@ class Reader:
         ln = np.nan_to_num(_floats(path, line_t, cells[col[line_t]], strict=True)[rows], nan=-1).astype(np.int64) \
             if by_value else ref("source.line#")
         pairs, code = np.unique(np.stack([files, ln], axis=1), axis=0, return_inverse=True)
-        texts = [f"{labels[f] if f >= 0 else ''}:{'' if v < 0 else v if by_value else labels[v]}" for f, v in pairs.tolist()]
+        texts = [f"{labels[f] if f >= 0 else ''}:{'' if v < 0 else v if by_value else labels[v]}"
+                 for f, v in pairs.tolist()]
         return np.where(files >= 0, code.reshape(-1), -1), texts
 
     @staticmethod
@@ -328,7 +327,8 @@ class Reader:
         caliper2 = bool(major) and int(major.group(1)) >= 2
         chosen, taken = [], set()
         for i, (title, meta) in enumerate(zip(titles, colmeta)):
-            if not meta.get("is_value") or title in ("mpi.rank", hier, *_NOT_METRICS) or title.startswith("source.line#"):
+            if (not meta.get("is_value") or title in ("mpi.rank", hier, *_NOT_METRICS)
+                    or title.startswith("source.line#")):
                 continue
             name = _RENAME.get(title, title)
             name = title if name in taken else name

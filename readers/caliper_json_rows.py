@@ -2,10 +2,11 @@
 
 Caliper writes one row per line, numbers and ``null`` only.  Those rows are read in blocks of
 :data:`BLOCK` bytes and parsed by pyarrow's CSV reader (brackets and blanks removed, one ``a,b,c,`` line
-per row) into columns allocated once, so memory holds the columns plus one block, never the file's text.  The rest of the document
-(``columns``, ``column_metadata``, ``nodes``, metadata) is small and goes through ``json.loads``.  Any
-other layout -- rows spanning lines, strings in rows, no newline before the rows' end -- takes the plain
-``json.loads`` path of the whole file, which is slower and needs memory for the text, with its errors.
+per row) into columns allocated once, so memory holds the columns plus one block, never the file's text.  The
+rest of the document (``columns``, ``column_metadata``, ``nodes``, metadata) is small and goes through
+``json.loads``.  Any other layout -- rows spanning lines, strings in rows, no newline before the rows' end --
+takes the plain ``json.loads`` path of the whole file, which is slower and needs memory for the text, with its
+errors.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def _csv_columns(body: bytes, nrows: int, ncols: int, *, threads: bool = False):
     convert = pacsv.ConvertOptions(column_types={n: pa.float64() for n in names[:ncols]}, null_values=["null"],
                                    include_columns=names[:ncols])
     try:
-        table = pacsv.read_csv(io.BytesIO(body), read_options=pacsv.ReadOptions(column_names=names, use_threads=threads),
+        table = pacsv.read_csv(io.BytesIO(body),
+                               read_options=pacsv.ReadOptions(column_names=names, use_threads=threads),
                                parse_options=pacsv.ParseOptions(quote_char=False), convert_options=convert)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
@@ -118,7 +120,8 @@ def _json_cells(path: str, data: list, ncols: int) -> list:
 
 def _check(path: str, doc) -> None:
     if not isinstance(doc, dict):
-        raise ReaderError(path, f"not a Caliper json-split file: the top level is a JSON {type(doc).__name__}, not an object")
+        raise ReaderError(path, f"not a Caliper json-split file: the top level is a JSON {type(doc).__name__}, "
+                                "not an object")
     missing = [k for k in KEYS if k not in doc]
     if missing:
         raise ReaderError(path, "not a Caliper json-split file: missing key(s) " + ", ".join(repr(k) for k in missing))
@@ -126,7 +129,8 @@ def _check(path: str, doc) -> None:
     if bad:
         raise ReaderError(path, f"not a Caliper json-split file: {bad!r} is not a list")
     columns, meta = doc["columns"], doc["column_metadata"]
-    if len(meta) != len(columns) or not all(isinstance(c, str) for c in columns) or not all(isinstance(m, dict) for m in meta):
+    if (len(meta) != len(columns) or not all(isinstance(c, str) for c in columns)
+            or not all(isinstance(m, dict) for m in meta)):
         raise ReaderError(path, "'columns' must be strings and 'column_metadata' one object per column")
 
 

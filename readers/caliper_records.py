@@ -21,7 +21,7 @@ import pyarrow as pa
 from perflake.errors import ReaderError
 from perflake.readers.base import INT32_MAX, ProfileRows, check_frames, line_number, shown
 from perflake.readers.cali_format import NESTED, Attribute, typed
-from perflake.readers.caliper import _EXTRAS, _SAMPLER_FN, _SAMPLER_LOC, _SAMPLER_MOD, _Tree, _metrics
+from perflake.readers.caliper import _EXTRAS, _SAMPLER_FN, _SAMPLER_LOC, _SAMPLER_MOD, _metrics, _Tree
 from perflake.readers.node_order import NODE_ORDER_COLUMNS, reorder
 
 SOURCE = "<caliperreader.CaliperReader>"

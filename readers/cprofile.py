@@ -33,9 +33,10 @@ import pyarrow as pa
 
 from perflake.errors import ReaderError
 from perflake.readers import call_graph
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT64_MAX, OTHER, Metric, ProfileRows,
-                                   check_frames, finite, shown)
+from perflake.readers.base import INT64_MAX, check_frames, finite, shown
 from perflake.readers.pstats_marshal import MarshalError, head_key, loads
+from perflake.readers.single_file import SingleFileReader, file_bytes, file_head
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 METRICS = [Metric("time", EXCLUSIVE, "s", "time (inc)"), Metric("time (inc)", INCLUSIVE, "s", "time"),
            Metric("numcalls", OTHER, "count"), Metric("nativecalls", OTHER, "count")]
@@ -51,35 +52,19 @@ def _is_func(key) -> bool:
             and isinstance(key[1], int) and not isinstance(key[1], bool))
 
 
-class Reader:
+class Reader(SingleFileReader):
     kind = "cprofile"
     version = "1"
 
     @staticmethod
     def sniff(path: str) -> bool:
         """A file holding a marshalled dict whose first key is a ``(file, line, function)`` tuple."""
-        if not os.path.isfile(path):
-            return False
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(_HEAD)
-        except OSError:
-            return False
-        return _is_func(head_key(head))
-
-    @staticmethod
-    def files(path: str) -> list[str]:
-        return [os.fspath(path)]
+        data = file_head(path, _HEAD)
+        return data is not None and _is_func(head_key(data))
 
     def read(self, path: str) -> ProfileRows:
         path = os.fspath(path)
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            raise ReaderError(path, exc.strerror or str(exc)) from None
-        if not data:
-            raise ReaderError(path, "an empty file")
+        data = file_bytes(path)
         try:
             stats = loads(data)
         except MarshalError as exc:
@@ -100,7 +85,8 @@ def _check(stats: dict, path: str) -> None:
             raise ReaderError(path, f"{shown(func)}: {shown(entry)} is not (cc, nc, tt, ct, callers)")
         for caller, call in entry[4].items():
             if not _is_func(caller):
-                raise ReaderError(path, f"{shown(func)}: a caller {shown(caller)} is not a (file, line, function) tuple")
+                raise ReaderError(path, f"{shown(func)}: a caller {shown(caller)} is not a "
+                                        "(file, line, function) tuple")
             if not (_is_number(call) or (isinstance(call, tuple) and len(call) == 4 and all(map(_is_number, call)))):
                 raise ReaderError(path, f"{shown(func)}: the calls from {shown(caller)} are {shown(call)}, "
                                         "not (nc, cc, tt, ct) or a count")

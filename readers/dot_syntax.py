@@ -55,7 +55,8 @@ def _tokens(text: str, path: str) -> list[tuple[str, str, int]]:
     while pos < n:
         m = _TOKEN.match(text, pos)
         if m is None:
-            raise ReaderError(path, f"not DOT: unexpected {shown(text[pos:pos + 20])} on line {text.count(chr(10), 0, pos) + 1}")
+            raise ReaderError(path, f"not DOT: unexpected {shown(text[pos:pos + 20])} "
+                                    f"on line {text.count(chr(10), 0, pos) + 1}")
         kind, value = m.lastgroup, m.group()
         if kind == "punct" and value == "<":  # an HTML string: up to the matching '>'
             depth, end = 0, pos
@@ -67,7 +68,8 @@ def _tokens(text: str, path: str) -> list[tuple[str, str, int]]:
                 if depth == 0:
                     break
             if depth:
-                raise ReaderError(path, f"not DOT: an HTML string is not closed (line {text.count(chr(10), 0, pos) + 1})")
+                raise ReaderError(path, "not DOT: an HTML string is not closed "
+                                        f"(line {text.count(chr(10), 0, pos) + 1})")
             out.append(("id", text[pos + 1:end - 1], pos))
             pos = end
             continue
@@ -162,7 +164,8 @@ class _Parser:
         while self.peek()[0] == "arrow":
             self.i += 1
             if self.peek()[0] != "id":
-                self.fail("an edge to a subgraph" if self.peek()[1] in ("{", "subgraph") else "an edge without a target")
+                self.fail("an edge to a subgraph" if self.peek()[1] in ("{", "subgraph")
+                          else "an edge without a target")
             chain.append(self.node_id())
         attrs = self.attrs()
         if len(chain) == 1:

@@ -39,16 +39,18 @@ import pyarrow as pa
 
 from perflake.errors import ReaderError
 from perflake.readers import call_graph
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows, check_frames,
-                                   finite, line_number, shown)
+from perflake.readers.base import check_frames, finite, line_number, shown
 from perflake.readers.dot_syntax import parse_dot
+from perflake.readers.single_file import SingleFileReader, file_head, file_text
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 _HEAD = 1 << 16
 _START = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:strict\s+)?digraph\b[^{]*\{", re.I)
 # a label with a gprof2dot value line: "\n12.34%", "\n(0.55%)", "\n0.25", "\n(0.05)" or "\n300021×"
 _VALUE_LABEL = re.compile(rb'label="[^"\n]*\\n(?:\(?[0-9.eE+-]+%?\)?|[0-9]+\xc3\x97)(?:\\n|")')
 _NUM = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
-_VALUE = re.compile(rf"^(?:(?P<incp>{_NUM})%|\((?P<excp>{_NUM})%\)|\((?P<exc>{_NUM})\)|(?P<inc>{_NUM})|(?P<n>[0-9]+)\u00d7)$")
+_VALUE = re.compile(rf"^(?:(?P<incp>{_NUM})%|\((?P<excp>{_NUM})%\)|\((?P<exc>{_NUM})\)|"
+                    rf"(?P<inc>{_NUM})|(?P<n>[0-9]+)\u00d7)$")
 _PSTATS_NAME = re.compile(r"^([^:\n]*):([0-9]+):(.+)$", re.S)
 _HASHED_ID = re.compile(r"^_[0-9a-f]{40}$")
 _SPACE = re.compile(r"\s+")
@@ -99,40 +101,19 @@ def _name(node_id: str, head: list[str], tooltip: str | None) -> tuple[str, str 
     return name, module or None, file, line
 
 
-class Reader:
+class Reader(SingleFileReader):
     kind = "gprof_dot"
     version = "1"
 
     @staticmethod
     def sniff(path: str) -> bool:
         """A file that starts as a DOT ``digraph`` and whose first 64 KiB hold a label with a gprof2dot value line."""
-        if not os.path.isfile(path):
-            return False
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(_HEAD)
-        except OSError:
-            return False
-        return bool(_START.match(head)) and bool(_VALUE_LABEL.search(head))
-
-    @staticmethod
-    def files(path: str) -> list[str]:
-        return [os.fspath(path)]
+        data = file_head(path, _HEAD)
+        return data is not None and bool(_START.match(data)) and bool(_VALUE_LABEL.search(data))
 
     def read(self, path: str) -> ProfileRows:
         path = os.fspath(path)
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            raise ReaderError(path, exc.strerror or str(exc)) from None
-        if not data:
-            raise ReaderError(path, "an empty file")
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise ReaderError(path, f"not UTF-8 text (byte {exc.start})") from None
-        graph = parse_dot(text, path)
+        graph = parse_dot(file_text(path), path)
         if not graph.nodes:
             raise ReaderError(path, "the DOT graph has no nodes")
         return _rows(graph, path, self)
@@ -160,7 +141,8 @@ def _rows(graph, path: str, reader: Reader) -> ProfileRows:
         except ValueError as exc:
             raise ReaderError(path, f"node {shown(nid)}: {exc}") from None
         if len(counts) > 2:
-            raise ReaderError(path, f"node {shown(nid)}: {len(counts)} 'N×' lines in its label (gprof2dot writes at most 2)")
+            raise ReaderError(path, f"node {shown(nid)}: {len(counts)} 'N×' lines in its label "
+                                    "(gprof2dot writes at most 2)")
         if len(counts) == 2:
             times["samples"], times["calls"] = counts
         elif counts:
@@ -204,10 +186,12 @@ def _metrics(values: list[dict | None]) -> tuple[list[Metric], dict[str, list[fl
     absolute = bool(kinds & {"inc", "exc"})
     plan: list[tuple[Metric, str]] = []
     if percent:
-        plan += [(Metric("time", EXCLUSIVE, "%", "time (inc)"), "excp"), (Metric("time (inc)", INCLUSIVE, "%", "time"), "incp")]
+        plan += [(Metric("time", EXCLUSIVE, "%", "time (inc)"), "excp"),
+                 (Metric("time (inc)", INCLUSIVE, "%", "time"), "incp")]
     if absolute:
         base = "time (abs)" if percent else "time"
-        plan += [(Metric(base, EXCLUSIVE, None, f"{base} (inc)"), "exc"), (Metric(f"{base} (inc)", INCLUSIVE, None, base), "inc")]
+        plan += [(Metric(base, EXCLUSIVE, None, f"{base} (inc)"), "exc"),
+                 (Metric(f"{base} (inc)", INCLUSIVE, None, base), "inc")]
     for k in ("calls", "samples"):
         if k in kinds:
             plan.append((Metric(k, OTHER, "count"), k))

@@ -18,13 +18,14 @@ import pyarrow as pa
 from perflake.errors import ReaderError
 from perflake.readers.base import ProfileRows, check_text, finite, shown
 from perflake.readers.hatchet_layout import LOCATIONS, layout_rows
+from perflake.readers.single_file import SingleFileReader
 
 _HEAD = 1 << 16
 _START = re.compile(rb'^\s*\{\s*"graph"\s*:\s*\[')  # Hatchet's to_json and perflake write "graph" first
 _THICKET = re.compile(rb'"profile_mapping"\s*:|"profile_idx_name"\s*:')
 
 
-class Reader:
+class Reader(SingleFileReader):
     kind = "hatchet_json"
     version = "1"
 
@@ -48,19 +49,18 @@ class Reader:
         ends = head + b"\n" + tail
         if _THICKET.search(ends):
             return False
-        return bool(_START.match(head.lstrip(b"\xef\xbb\xbf"))) or (b'"graph"' in ends and b'"dataframe_indices"' in ends)
-
-    @staticmethod
-    def files(path: str) -> list[str]:
-        return [os.fspath(path)]
+        return (bool(_START.match(head.lstrip(b"\xef\xbb\xbf")))
+                or (b'"graph"' in ends and b'"dataframe_indices"' in ends))
 
     def read(self, path: str) -> ProfileRows:
         path = os.fspath(path)
         rows = rows_from_spec(load(path), path)
         rows.format = self.kind
         rows.reader_version = self.version
-        for i, field in enumerate(rows.values.schema):  # infinities as NaN (readers/base.finite); converting a
-            if pa.types.is_floating(field.type):   # live GraphFrame (perflake.interop.hatchet) keeps them: a user's values
+        # infinities as NaN (readers/base.finite); converting a live GraphFrame (perflake.interop.hatchet) keeps
+        # them: a user's values
+        for i, field in enumerate(rows.values.schema):
+            if pa.types.is_floating(field.type):
                 col = rows.values.column(i).to_numpy()
                 rows.values = rows.values.set_column(i, field, pa.array(finite(col), field.type))
         return rows
@@ -89,7 +89,8 @@ def _require(spec, source: str) -> None:
     if not isinstance(spec["dataframe"], list) or not all(isinstance(r, dict) for r in spec["dataframe"]):
         raise ReaderError(source, "'dataframe' must be a list of records (objects)")
     if not isinstance(indices, list) or "node" not in indices or len(set(map(str, indices))) != len(indices):
-        raise ReaderError(source, f"'dataframe_indices' must be a list of distinct levels naming 'node', not {shown(indices)}")
+        raise ReaderError(source, "'dataframe_indices' must be a list of distinct levels naming 'node', "
+                                  f"not {shown(indices)}")
     for key in ("inclusive_metrics", "exclusive_metrics"):
         value = spec.get(key)
         if value is not None and not (isinstance(value, list) and all(isinstance(m, str) for m in value)):

@@ -1,8 +1,8 @@
 """Hatchet's layout -- a graph of frames plus a dataframe indexed by node[, rank][, thread] -- as reader rows.
 
-Shared by the Hatchet JSON reader (:mod:`perflake.readers.hatchet_json`) and :func:`perflake.interop.hatchet.from_hatchet`
-(a live Hatchet GraphFrame); the mapping of attributes, placeholders and metric roles is described in
-:mod:`perflake.interop.hatchet`.
+Shared by the Hatchet JSON reader (:mod:`perflake.readers.hatchet_json`) and
+:func:`perflake.interop.hatchet.from_hatchet` (a live Hatchet GraphFrame); the mapping of attributes,
+placeholders and metric roles is described in :mod:`perflake.interop.hatchet`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pandas as pd
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT64_MAX, MAX_FRAME_TEXT, OTHER, Metric,
-                                  ProfileRows, check_frames)
+from perflake.readers.base import INT64_MAX, MAX_FRAME_TEXT, check_frames
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 ATTRIBUTES = ("name", "type", "file", "line", "end_line", "module")
 LOCATIONS = ("rank", "thread")

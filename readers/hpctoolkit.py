@@ -42,10 +42,10 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
-                                   check_frames, shown)
+from perflake.readers.base import INT32_MAX, check_frames, shown
 from perflake.readers.hpctoolkit_summary import BINARY_REL, SUMMARY_RANK, SUMMARY_THREAD, own_cost, summary_columns
 from perflake.readers.hpctoolkit_xml import TYPES, ParsedExperiment, parse_experiment
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 MAGIC = b"HPCPROF-metricdb__"
 XML_NAME = "experiment.xml"

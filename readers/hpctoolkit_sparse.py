@@ -57,13 +57,12 @@ import pyarrow as pa
 
 from perflake.errors import ReaderError
 from perflake.readers import hpctoolkit_sparse_sections as sec
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
-                                   check_frames, check_text)
+from perflake.readers.base import check_frames, check_text
+from perflake.readers.hpctoolkit_profiles import GPU_THREAD_BASE, SUMMARY_RANK, checked_rank, place_others
 from perflake.readers.hpctoolkit_xml import STATEMENT, TYPES, ParsedExperiment, parse_experiment
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 XML_NAME, PROFILE_DB, CCT_DB, TRACE_DB = "experiment.xml", "profile.db", "cct.db", "trace.db"
-SUMMARY_RANK = -1
-GPU_THREAD_BASE = 10000
 ROUNDING = 1e-9
 _KINDS = {0: "SUMMARY", 1: "NODE", 2: "RANK", 3: "THREAD", 4: "GPUDEVICE", 5: "GPUCONTEXT", 6: "GPUSTREAM", 7: "CORE"}
 _TIME_NAMES = {"cputime": "time", "realtime": "time", "cycles": "time"}
@@ -328,10 +327,7 @@ def _locations(prof: sec.Profiles, names: dict, path: str) -> tuple[np.ndarray, 
             rank[i], thread[i] = SUMMARY_RANK, -1 - n_summary
             n_summary += 1
         else:
-            big = next((k for k in ("RANK", "THREAD") if not 0 <= value.get(k, 0) <= INT32_MAX), None)
-            if big:
-                raise ReaderError(path, f"damaged: profile {i} has {big} id {value[big]}, beyond {INT32_MAX}")
-            rank[i] = value.get("RANK", 0)
+            rank[i] = checked_rank(value, i, path)
             cpu = {k for k, *_ in ids} <= {"NODE", "RANK", "THREAD", "CORE"}
             if cpu and (rank[i], value.get("THREAD", 0)) not in taken:
                 thread[i] = value.get("THREAD", 0)
@@ -341,17 +337,7 @@ def _locations(prof: sec.Profiles, names: dict, path: str) -> tuple[np.ndarray, 
         records.append({"profile": i, "summary": info["summary"], "values": info["values"],
                         "id_tuple": [{"kind": k, "interpret": f, "physical_id": p, "logical_id": lg}
                                      for k, f, p, lg in ids]})
-    next_k: dict[int, int] = {}
-    for r, _, i in sorted(others, key=lambda o: (o[0], o[1])):
-        k = next_k.get(r, 0)
-        while (r, GPU_THREAD_BASE + k) in taken:
-            k += 1
-        thread[i] = GPU_THREAD_BASE + k
-        taken.add((r, GPU_THREAD_BASE + k))
-        next_k[r] = k + 1
-    for rec in records:
-        rec["rank"], rec["thread"] = int(rank[rec["profile"]]), int(thread[rec["profile"]])
-    return rank, thread, records
+    return place_others(rank, thread, others, taken, records)
 
 
 def _frames(exp: ParsedExperiment) -> pa.Table:

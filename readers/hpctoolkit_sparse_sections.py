@@ -28,12 +28,12 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass, field
-from xml.parsers import expat
 
 import numpy as np
 
 from perflake.errors import ReaderError
 from perflake.readers.base import shown
+from perflake.readers.hpctoolkit_xml import safe_parser, stream
 
 PROFDB_MAGIC = b"HPCPROF-profdb__"
 CCTDB_MAGIC = b"HPCPROF-cctdb___"
@@ -171,13 +171,6 @@ def read_header(path: str) -> Header:
     external access), as in :mod:`perflake.readers.hpctoolkit_xml`."""
     h, tags, metric = Header(), [], [None]
 
-    def refuse(name, *_):
-        raise ReaderError(path, f"entity declaration <!ENTITY {str(name)[:40]} ...> refused (no entity expansion)")
-
-    def doctype(_name, sysid, pubid, _internal):
-        if sysid or pubid:
-            raise ReaderError(path, f"external DTD {shown(sysid or pubid)} refused (no external resources)")
-
     def start(tag, attrs):
         parent = tags[-1] if tags else None
         if parent is None:
@@ -213,22 +206,9 @@ def read_header(path: str) -> Header:
         elif tag == "SecCallPathProfileData":
             p.StartElementHandler = start
 
-    p = expat.ParserCreate()
-    p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
-    p.StartDoctypeDeclHandler = doctype
-    p.EntityDeclHandler = p.UnparsedEntityDeclHandler = refuse
-    p.ExternalEntityRefHandler = lambda *a: refuse(a[0] or "?")
+    p = safe_parser(path)
     p.StartElementHandler, p.EndElementHandler = start, end
-    try:
-        with open(path, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                p.Parse(chunk, False)
-            p.Parse(b"", True)
-    except OSError as exc:
-        raise ReaderError(path, f"cannot read: {exc.strerror or exc}") from None
-    except expat.ExpatError as exc:
-        raise ReaderError(path, f"malformed XML at line {exc.lineno}, column {exc.offset}: "
-                                f"{expat.ErrorString(exc.code)}") from None
+    stream(path, p)
     return h
 
 

@@ -22,8 +22,8 @@ Format reference: ``shared/docs/formats.md`` section 2; the binary decoding is i
   would be cut too early (the format does not record that directory).
 * **Values on contexts absent from meta.db** (formats.md 2.5; hpcprof since 2022 leaves instruction contexts
   with a lexical relation out of meta.db, ``MetaDB::elide()`` in HPCToolkit's ``src/hpcprof/sinks/metadb.hpp``,
-  their children moved up to the parent, but still writes their values to profile.db and cct.db).  Such values make no node:
-  their cost is already in the ancestors' ``execution`` and ``function`` values (hpctoolkit-gamess, every
+  their children moved up to the parent, but still writes their values to profile.db and cct.db).  Such values
+  make no node: their cost is already in the ancestors' ``execution`` and ``function`` values (hpctoolkit-gamess, every
   tree context, all 65 profiles: execution minus the children's execution equals function minus the lexical
   children's function; tests/test_hpctoolkit_v4.py).  hpcviewer and Hatchet also read only ids in meta.db.
   Metadata: ``hpctoolkit.missing_contexts`` (ids), ``hpctoolkit.missing_values`` (values skipped) and
@@ -68,11 +68,9 @@ import pyarrow as pa
 
 from perflake.errors import ReaderError
 from perflake.readers import hpctoolkit_v4_sections as sec
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
-                                   check_frames)
+from perflake.readers.base import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows, check_frames
+from perflake.readers.hpctoolkit_profiles import GPU_THREAD_BASE, SUMMARY_RANK, checked_rank, place_others
 
-GPU_THREAD_BASE = 10000
-SUMMARY_RANK = -1
 ROOT_NAME = "<program root>"
 COPIED = 1  # bit 0 of a source file's flags: the file was copied into the database
 _FILE_NAMES = {b"meta": "meta.db", b"prof": "profile.db", b"ctxt": "cct.db"}
@@ -198,10 +196,7 @@ def _locations(meta: sec.Meta, infos: list[dict], path: str) -> tuple[np.ndarray
             rank[i], thread[i] = SUMMARY_RANK, -1 - n_summary
             n_summary += 1
         else:
-            big = next((k for k in ("RANK", "THREAD") if not 0 <= value.get(k, 0) <= INT32_MAX), None)
-            if big:
-                raise ReaderError(path, f"damaged: profile {i} has {big} id {value[big]}, beyond {INT32_MAX}")
-            rank[i] = value.get("RANK", 0)
+            rank[i] = checked_rank(value, i, path)
             below = {k for k, *_ in ids} - {"NODE", "RANK", "CORE", "SUMMARY"}
             cpu = value.get("THREAD", 0) if below <= {"THREAD"} else None  # no id below RANK: thread 0
             if cpu is not None and (rank[i], cpu) not in taken:
@@ -212,17 +207,7 @@ def _locations(meta: sec.Meta, infos: list[dict], path: str) -> tuple[np.ndarray
         records.append({"profile": i, "summary": info["summary"], "values": info["values"],
                         "id_tuple": [{"kind": k, "physical": p, "logical_id": lid, "physical_id": pid}
                                      for k, p, lid, pid in ids]})
-    k_of_rank: dict[int, int] = {}
-    for r, _, i in sorted(others, key=lambda o: (o[0], o[1])):
-        k = k_of_rank.get(r, 0)
-        while (r, GPU_THREAD_BASE + k) in taken:
-            k += 1
-        thread[i] = GPU_THREAD_BASE + k
-        taken.add((r, GPU_THREAD_BASE + k))
-        k_of_rank[r] = k + 1
-    for rec in records:
-        rec["rank"], rec["thread"] = int(rank[rec["profile"]]), int(thread[rec["profile"]])
-    return rank, thread, records
+    return place_others(rank, thread, others, taken, records)
 
 
 def _frames(meta: sec.Meta, path: str) -> tuple[dict[str, list], dict[str, list[str]]]:

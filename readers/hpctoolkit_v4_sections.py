@@ -20,8 +20,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perflake.errors import ReaderError
-from perflake.readers.hpctoolkit_v4_pre2022 import (PRE_2022, PRE_METRIC_SIZES, PRE_PROFILE_SIZE, metrics_pre_2022,
-                                                    pre_2022_entry, pre_2022_flags)
+from perflake.readers.hpctoolkit_v4_pre2022 import (
+    PRE_2022,
+    PRE_METRIC_SIZES,
+    PRE_PROFILE_SIZE,
+    metrics_pre_2022,
+    pre_2022_entry,
+    pre_2022_flags,
+)
 
 MAGIC = b"HPCTOOLKIT"
 FORMAT_IDS = (b"meta", b"prof", b"ctxt", b"trce")

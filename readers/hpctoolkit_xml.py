@@ -123,14 +123,6 @@ class _Handler:
         self.names: dict[str, str] = {}  # one string object per distinct name
         self.known: dict[str | None, str | None] = {None: None}  # file/module -> itself, or None if "<unknown ..."
 
-    # -- safety ----------------------------------------------------------------------------------------
-    def entity_decl(self, name, *_args):
-        raise ReaderError(self.path, f"entity declaration <!ENTITY {name[:40]} ...> refused (no entity expansion)")
-
-    def doctype(self, name, sysid, pubid, _has_internal):
-        if sysid or pubid:
-            raise ReaderError(self.path, f"external DTD {shown(sysid or pubid)} refused (no external resources)")
-
     # -- elements --------------------------------------------------------------------------------------
     def start(self, tag: str, attrs: dict):
         tags = self.tags
@@ -277,21 +269,28 @@ class _Handler:
             self.ctx.append((parent, sfile, owner, cline, -1))
 
 
-def parse_experiment(path: str, *, values: bool = False, require_metric_dbs: bool = True) -> ParsedExperiment:
-    """Stream-parse ``path`` (experiment.xml); raise ReaderError naming it on malformed or hostile input.
+def safe_parser(path: str) -> expat.XMLParserType:
+    """An expat parser that refuses every entity declaration and any external DTD with a ReaderError naming
+    ``path`` (module docstring, "Safety"); the caller sets its element handlers."""
 
-    ``values``: also keep the inline ``<M>`` summary values of every node (see the module docstring).
-    ``require_metric_dbs``: refuse a file without ``<MetricDB>`` entries (a database whose values are all in
-    metric-db files); False for a database written with metric-db output off."""
-    h = _Handler(path, values)
-    p = h.parser = expat.ParserCreate()
+    def refuse(name, *_):
+        raise ReaderError(path, f"entity declaration <!ENTITY {str(name)[:40]} ...> refused (no entity expansion)")
+
+    def doctype(_name, sysid, pubid, _has_internal):
+        if sysid or pubid:
+            raise ReaderError(path, f"external DTD {shown(sysid or pubid)} refused (no external resources)")
+
+    p = expat.ParserCreate()
     p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
-    p.StartDoctypeDeclHandler = h.doctype
-    p.EntityDeclHandler = h.entity_decl
-    p.UnparsedEntityDeclHandler = h.entity_decl
-    p.ExternalEntityRefHandler = lambda *a: h.entity_decl(a[0] or "?")
-    p.StartElementHandler = h.start
-    p.EndElementHandler = h.end
+    p.StartDoctypeDeclHandler = doctype
+    p.EntityDeclHandler = p.UnparsedEntityDeclHandler = refuse
+    p.ExternalEntityRefHandler = lambda *a: refuse(a[0] or "?")
+    return p
+
+
+def stream(path: str, p: expat.XMLParserType) -> None:
+    """Feed the file ``path`` to ``p`` in CHUNK pieces; a ReaderError naming it when it cannot be read or is not
+    well-formed XML."""
     try:
         with open(path, "rb") as fh:
             while chunk := fh.read(CHUNK):
@@ -302,6 +301,20 @@ def parse_experiment(path: str, *, values: bool = False, require_metric_dbs: boo
     except expat.ExpatError as exc:
         raise ReaderError(path, f"malformed XML at line {exc.lineno}, column {exc.offset}: "
                                 f"{expat.ErrorString(exc.code)}") from None
+
+
+def parse_experiment(path: str, *, values: bool = False, require_metric_dbs: bool = True) -> ParsedExperiment:
+    """Stream-parse ``path`` (experiment.xml); raise ReaderError naming it on malformed or hostile input.
+
+    ``values``: also keep the inline ``<M>`` summary values of every node (see the module docstring).
+    ``require_metric_dbs``: refuse a file without ``<MetricDB>`` entries (a database whose values are all in
+    metric-db files); False for a database written with metric-db output off."""
+    h = _Handler(path, values)
+    p = h.parser = safe_parser(path)
+    p.StartElementHandler = h.start
+    p.EndElementHandler = h.end
+    try:
+        stream(path, p)
     finally:
         h.parser = None  # the parser's handlers are h's methods: no cycle left behind
     if not h.seen_root:

@@ -30,15 +30,16 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT64_MAX, Metric, ProfileRows, check_frames,
-                                   check_text, finite, shown)
+from perflake.readers.base import INT64_MAX, check_frames, check_text, finite, shown
+from perflake.readers.single_file import SingleFileReader, file_head, file_text
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, Metric, ProfileRows
 
 _HEAD = 1 << 16
 _ROOT = re.compile(rb'"root_frame"\s*:\s*(?:\{|null)')
 METRICS = [Metric("time", EXCLUSIVE, "s", "time (inc)"), Metric("time (inc)", INCLUSIVE, "s", "time")]
 
 
-class Reader:
+class Reader(SingleFileReader):
     kind = "pyinstrument"
     version = "1"
 
@@ -46,18 +47,8 @@ class Reader:
     def sniff(path: str) -> bool:
         """A ``.json`` file holding an object with pyinstrument's ``root_frame`` (in its first 64 KiB: the other
         top-level fields come first)."""
-        if not os.fspath(path).lower().endswith(".json") or not os.path.isfile(path):
-            return False
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(_HEAD)
-        except OSError:
-            return False
-        return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") and bool(_ROOT.search(head))
-
-    @staticmethod
-    def files(path: str) -> list[str]:
-        return [os.fspath(path)]
+        data = file_head(path, _HEAD) if os.fspath(path).lower().endswith(".json") else None
+        return data is not None and data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") and bool(_ROOT.search(data))
 
     def read(self, path: str) -> ProfileRows:
         path = os.fspath(path)
@@ -91,7 +82,8 @@ def _tree(root, path: str) -> tuple[pa.Table, pa.Table]:
             raise ReaderError(path, f"a frame {shown(frame)} has no 'function' text and 'time' number")
         children = frame.get("children") or []
         if not isinstance(children, list) or not all(isinstance(c, dict) and _number(c.get("time")) for c in children):
-            raise ReaderError(path, f"frame {shown(frame['function'])}: 'children' is not a list of frames with a 'time'")
+            raise ReaderError(path, f"frame {shown(frame['function'])}: 'children' is not a list of frames "
+                                    "with a 'time'")
         me = len(names)
         short, full, line = frame.get("file_path_short"), frame.get("file_path"), frame.get("line_no")
         file = short if isinstance(short, str) and short else full if isinstance(full, str) and full else None
@@ -125,16 +117,9 @@ def _tree(root, path: str) -> tuple[pa.Table, pa.Table]:
 
 
 def _load(path: str):
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-        text = data.decode("utf-8-sig")
-        if not text.strip():
-            raise ReaderError(path, "an empty file")
-    except OSError as exc:
-        raise ReaderError(path, exc.strerror or str(exc)) from None
-    except UnicodeDecodeError as exc:
-        raise ReaderError(path, f"not UTF-8 text (byte {exc.start})") from None
+    text = file_text(path)
+    if not text.strip():
+        raise ReaderError(path, "an empty file")
     try:
         return json.loads(text)
     except RecursionError:  # deep but valid: pyinstrument itself writes it without recursion

@@ -25,10 +25,10 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (finite, EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows,
-                                   check_frames)
+from perflake.readers.base import INT32_MAX, check_frames, finite
 from perflake.readers.tau_files import HEADER_RE, parse_folder
 from perflake.readers.tau_frames import parse_frame
+from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 _PROFILE_RE = re.compile(r"^profile\.(\d+)\.(\d+)\.(\d+)$")
 _TIME_METRICS = {"TIME": "time", "CPU_TIME": "time"}
@@ -192,12 +192,14 @@ class Reader:
             columns[exc_name] = table.column("excl").to_numpy()[keep]
             columns[inc_name] = table.column("incl").to_numpy()[keep]
         metrics += [Metric("Calls", OTHER, "count"), Metric("Subrs", OTHER, "count")]
-        values = {"local_id": pa.array(first_ids), "rank": pa.array(columns["rank"]), "thread": pa.array(columns["thread"])}
+        values = {"local_id": pa.array(first_ids), "rank": pa.array(columns["rank"]),
+                  "thread": pa.array(columns["thread"])}
         for m in metrics:
             values[m.name] = pa.array(finite(columns[m.name].astype(np.float64, copy=False)))
         if any(c for _, c, _ in keys):
             metadata["tau.locations"] = [
-                {"node": n, "context": c, "thread": t, "rank": locations[(n, c, t)][0], "perflake_thread": locations[(n, c, t)][1]}
+                {"node": n, "context": c, "thread": t, "rank": locations[(n, c, t)][0],
+                 "perflake_thread": locations[(n, c, t)][1]}
                 for n, c, t in keys
             ]
         return ProfileRows(
@@ -232,5 +234,6 @@ def _node_ids(builder: _TreeBuilder, paths: list[str], names: pa.ChunkedArray, c
     kept = idx[keep]
     pair = kept.astype(np.int64) * 2 + mode
     upairs, inverse = np.unique(pair, return_inverse=True)
-    ids = np.fromiter((builder.for_name(uniq[p // 2], root, bool(p % 2)) for p in upairs.tolist()), np.int32, len(upairs))
+    ids = np.fromiter((builder.for_name(uniq[p // 2], root, bool(p % 2)) for p in upairs.tolist()), np.int32,
+                      len(upairs))
     return keep, ids[inverse]

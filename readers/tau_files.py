@@ -118,12 +118,14 @@ def _floats(path: str, strings: list[str], what: str) -> np.ndarray:
     try:
         return np.array(strings, dtype=np.float64)
     except ValueError:
-        bad = next(s for s in strings if not _FLOAT_RE.match(s.strip()) and s.strip().lower() not in ("nan", "inf", "-inf"))
+        bad = next(s for s in strings
+                   if not _FLOAT_RE.match(s.strip()) and s.strip().lower() not in ("nan", "inf", "-inf"))
         raise ReaderError(path, f"{what} value {shown(bad)} is not a number") from None
 
 
 _CSV_NAMES = ["name", "calls", "subrs", "excl", "incl", "profilecalls", "group", "trailing"]
-_CSV_TYPES = {"name": pa.string(), "calls": pa.float64(), "subrs": pa.float64(), "excl": pa.float64(), "incl": pa.float64()}
+_CSV_TYPES = {"name": pa.string(), "calls": pa.float64(), "subrs": pa.float64(), "excl": pa.float64(),
+              "incl": pa.float64()}
 
 
 def _body(path: str, data: bytes, want_metadata: bool):

@@ -16,12 +16,16 @@ DATA = Path(os.environ.get("PERFLAKE_TEST_DATA", SHARED / "data"))
 GOLDEN = Path(os.environ.get("PERFLAKE_TEST_GOLDEN", DATA.parent / "golden"))
 
 
+def _missing(msg: str):
+    """A missing reference (dataset, venv): the test fails under CI (PERFLAKE_REQUIRE_SHARED=1), skips elsewhere."""
+    if os.environ.get("PERFLAKE_REQUIRE_SHARED") == "1":
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
 def _need(path: Path) -> Path:
     if not path.exists():
-        msg = f"shared test data not found: {path} (set PERFLAKE_TEST_DATA)"
-        if os.environ.get("PERFLAKE_REQUIRE_SHARED") == "1":
-            pytest.fail(msg)
-        pytest.skip(msg)
+        _missing(f"shared test data not found: {path} (set PERFLAKE_TEST_DATA)")
     return path
 
 
@@ -33,10 +37,7 @@ def need_bench_python() -> Path:
     compare with the real Hatchet.  Missing: the test fails under CI (PERFLAKE_REQUIRE_SHARED=1, where .ci/run
     creates the venv first) and skips elsewhere with the reason."""
     if not BENCH_PYTHON.exists():
-        msg = f"{BENCH_PYTHON} not found (bench/setup_venv.sh creates it): real llnl-hatchet is not available"
-        if os.environ.get("PERFLAKE_REQUIRE_SHARED") == "1":
-            pytest.fail(msg)
-        pytest.skip(msg)
+        _missing(f"{BENCH_PYTHON} not found (bench/setup_venv.sh creates it): real llnl-hatchet is not available")
     return BENCH_PYTHON
 
 

@@ -6,23 +6,22 @@
 
     .extrap-venv/bin/python tests/extrap_models.py INPUT.json
 
-INPUT: ``{"points": [p, ...], "negative": false, "rows": {name: [[repetition values at p0], [at p1], ...], ...}}`` (an empty list
-where the row has no value at that point).  Prints one JSON object ``{name: {"model": text, "constant": bool,
-"c0", "c1", "poly", "log", "smape", "ar2", "rss", "re", "rrss"}}``: the model of Extra-P's ModelGenerator with
-its defaults (the Basic single-parameter modeler, mean of the repetitions, cross-validation on), as Thicket's
-``Modeling`` calls it.  tests/test_models.py calls :func:`run` (stdlib only at import time).
+INPUT: ``{"points": [p, ...], "negative": false, "rows": {name: [[repetition values at p0], [at p1], ...], ...}}``
+(an empty list where the row has no value at that point).  Prints one JSON object ``{name: {"model": text,
+"constant": bool, "c0", "c1", "poly", "log", "smape", "ar2", "rss", "re", "rrss"}}``: the model of Extra-P's
+ModelGenerator with its defaults (the Basic single-parameter modeler, mean of the repetitions, cross-validation
+on), as Thicket's ``Modeling`` calls it.  tests/test_models.py calls :func:`run` (stdlib only at import time).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-EXTRAP_PYTHON = Path(__file__).resolve().parents[1] / ".extrap-venv" / "bin" / "python"
+from venv_report import EXTRAP_PYTHON, run_json
 
 
 def run(points, rows: dict, *, negative: bool = False, timeout: float = 600) -> dict:
@@ -32,12 +31,9 @@ def run(points, rows: dict, *, negative: bool = False, timeout: float = 600) -> 
         json.dump({"points": [float(p) for p in points], "rows": rows, "negative": negative}, f)
     try:
         args = [str(EXTRAP_PYTHON), "-W", "ignore", __file__, f.name]
-        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        return run_json(args, timeout)
     finally:
         os.unlink(f.name)
-    if done.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.splitlines()[-1])
 
 
 def _main(path: str) -> None:

@@ -14,30 +14,18 @@ and its dataframe row (NaN as null).  tests/test_gprof_dot.py, test_cprofile.py 
 from __future__ import annotations
 
 import json
-import math
-import subprocess
 import sys
-from pathlib import Path
 
-BENCH_PYTHON = Path(__file__).resolve().parents[1] / ".bench-venv" / "bin" / "python"
+from venv_report import BENCH_PYTHON, run_json
+from venv_report import value as _value
+
 READERS = {"gprof_dot": "from_gprof_dot", "cprofile": "from_cprofile", "pyinstrument": "from_pyinstrument"}
 
 
 def load(kind: str, path, python=BENCH_PYTHON, timeout: float = 300) -> dict:
     """Run this script in .bench-venv on ``path``; the parsed report."""
     args = [str(python), "-W", "ignore", __file__, kind, str(path)]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.splitlines()[-1])
-
-
-def _value(v):
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    return v if v is None or isinstance(v, (int, float, str, bool)) else str(v)
+    return run_json(args, timeout)
 
 
 def _single_path(node):

@@ -16,14 +16,14 @@ of ``tree(metric_column=METRIC)`` without colours.  tests/test_interop.py and te
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
-BENCH_PYTHON = Path(__file__).resolve().parents[1] / ".bench-venv" / "bin" / "python"
+from venv_report import BENCH_PYTHON, run_json
+from venv_report import value as _value
+
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -37,10 +37,7 @@ def available() -> str | None:
 def load(kind: str, path, metric: str | None = None, timeout: float = 300) -> dict:
     """Run this script in .bench-venv on ``path``; the parsed report."""
     args = [str(BENCH_PYTHON), "-W", "ignore", __file__, kind, os.fspath(path), *([metric] if metric else [])]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.splitlines()[-1])
+    return run_json(args, timeout)
 
 
 def recipe(code: str, timeout: float = 300, **files) -> dict:
@@ -55,22 +52,9 @@ def recipe(code: str, timeout: float = 300, **files) -> dict:
     try:
         args = [str(BENCH_PYTHON), "-W", "ignore", __file__, "recipe", f.name,
                 *(f"{k}={os.fspath(v)}" for k, v in files.items())]
-        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        return run_json(args, timeout, f"hatchet recipe failed:\n{code}")
     finally:
         os.unlink(f.name)
-    if done.returncode != 0:
-        raise AssertionError(f"hatchet recipe failed:\n{code}\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.splitlines()[-1])
-
-
-def _value(v):
-    if v is None:
-        return None
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    return v if isinstance(v, (int, float, str, bool)) else str(v)
 
 
 def _rows(df) -> list:

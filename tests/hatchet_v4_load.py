@@ -10,39 +10,25 @@ metric, node count, the profile table of parallel mode (``metadata``) and every 
 ``"_guard": true``: Hatchet's ``binary_search`` then clamps its upper bound to the buffer it searches (formats.md
 B.7: its bound starts at ``n`` instead of ``n-1`` and parallel mode raises struct.error on hpctoolkit-gamess);
 nothing else of Hatchet is changed.  ``"_filter_all": true`` reports ``gf.filter(lambda row: True)`` (a filter
-that keeps every row, then Hatchet's squash with its default ``update_inc_cols=True``).  tests/test_hpctoolkit_latest.py calls :func:`load` (stdlib only at import).
+that keeps every row, then Hatchet's squash with its default ``update_inc_cols=True``).
+tests/test_hpctoolkit_latest.py calls :func:`load` (stdlib only at import).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import struct
-import subprocess
 import sys
-from pathlib import Path
 
-BENCH_PYTHON = Path(__file__).resolve().parents[1] / ".bench-venv" / "bin" / "python"
+from venv_report import BENCH_PYTHON, run_json
+from venv_report import value as _value
 
 
 def load(path, cases: list[dict], timeout: float = 600) -> list[dict]:
     """Run this script in .bench-venv; one report per keyword set."""
     args = [str(BENCH_PYTHON), "-W", "ignore", __file__, os.fspath(path), json.dumps(cases)]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise AssertionError(f"hatchet failed on {path}:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.splitlines()[-1])
-
-
-def _value(v):
-    if v is None:
-        return None
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    return v if isinstance(v, (int, float, str, bool)) else str(v)
+    return run_json(args, timeout, f"hatchet failed on {path}")
 
 
 def _report(gf) -> dict:

@@ -115,7 +115,8 @@ def pyinstrument_json(samples: list[tuple[list[str], float]], processed: bool = 
     total = sum(t for _, t in samples)
     session = Session(frame_records=[(list(stack), t) for stack, t in samples], start_time=1_700_000_000.0,
                       duration=total, min_interval=0.001, max_interval=0.001, sample_count=len(samples),
-                      start_call_stack=[samples[0][0][0]] if samples else [], target_description="perflake test session", cpu_time=total,
+                      start_call_stack=[samples[0][0][0]] if samples else [],
+                      target_description="perflake test session", cpu_time=total,
                       sys_path=[], sys_prefixes=[])
     renderer = JSONRenderer() if processed else JSONRenderer(processor_options={}, show_all=True)
     if not processed:

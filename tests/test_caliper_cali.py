@@ -162,7 +162,8 @@ __rec=globals,ref=42
 """)
     rows, gf = graphframe(path)
     assert {(m.name, m.role, m.pair, m.unit) for m in rows.metrics} >= {
-        ("time", EXCLUSIVE, "time (inc)", "sec"), ("time (inc)", INCLUSIVE, "time", "sec"), ("count", OTHER, None, None)}
+        ("time", EXCLUSIVE, "time (inc)", "sec"), ("time (inc)", INCLUSIVE, "time", "sec"),
+        ("count", OTHER, None, None)}
     assert "mpi.rank" not in rows.values.column_names and rows.metadata == {"cluster": "quartz"}
     df = gf.dataframe.reset_index()
     assert list(gf.dataframe.index.names) == ["node", "rank"] and len(gf.graph) == 3 and len(df) == 6

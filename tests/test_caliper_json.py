@@ -84,7 +84,8 @@ def test_cpi_frames_and_metrics(shared_data):
     assert (unknown["file"], unknown["line"], unknown["module"]) == (None, None, "libmpi.so.12")
     # function frames carry no sampled location (it would make their ids depend on the samples)
     assert {(f["type"], f["file"], f["line"]) for f in frames if f["type"] != "statement"} == {("function", None, None)}
-    assert [(m.name, m.role, m.unit) for m in rows.metrics] == [("count", "other", "count"), ("time", "exclusive", "usec")]
+    assert [(m.name, m.role, m.unit) for m in rows.metrics] == [("count", "other", "count"),
+                                                                ("time", "exclusive", "usec")]
     assert all(rows.values.column(m.name).type == pa.float64() for m in rows.metrics)
     assert sorted(set(rows.values.column("rank").to_pylist())) == [0, 1, 2, 3]
 
@@ -158,7 +159,8 @@ def test_string_values_are_attributes_not_metrics(tmp_path, caliper_layout):
     doc = _doc(["kind", "mpi.rank", "time", "path"], [["kernel", 0, 1.0, 0], ["memcpy", 1, 2.0, 1], [None, 0, 3.0, 3]])
     rows = Reader().read(_write(tmp_path / "k.json", doc, caliper_layout=caliper_layout))
     assert [m.name for m in rows.metrics] == ["time"] and rows.values.column("time").to_pylist() == [1.0, 2.0, 3.0]
-    assert rows.values.column("local_id").to_pylist() == [0, 1, 2] and rows.values.column("rank").to_pylist() == [0, 1, 0]
+    assert (rows.values.column("local_id").to_pylist() == [0, 1, 2]
+            and rows.values.column("rank").to_pylist() == [0, 1, 0])
 
 
 def test_metadata_is_typed_b16(tmp_path):

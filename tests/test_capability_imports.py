@@ -2,8 +2,7 @@
 (rendering of lake-wide results) build results with ``type(gf).from_tables(...)`` or return tables, so that
 ``frame/graphframe.py`` -> capability -> GraphFrame is no import circle.
 
-Today's violations are listed in KNOWN (a ratchet): a new one fails this test, and so does a fixed one still listed
-(remove it from KNOWN).  Counted: ``from perflake.frame.graphframe import ...``, ``from perflake.frame import
+Counted: ``from perflake.frame.graphframe import ...``, ``from perflake.frame import
 graphframe``, ``import perflake.frame.graphframe``, ``from perflake import GraphFrame`` and ``perflake.GraphFrame``,
 anywhere in the module (inside functions too: a deferred import is still the circle).
 """
@@ -16,20 +15,6 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[1] / "pipeline"
 CAPABILITY_ROOMS = ("ops", "analytics", "render", "interop", "plots")
 GRAPHFRAME_MODULE = "perflake.frame.graphframe"
-
-# module -> why it still imports GraphFrame (to be removed as issue 14 item 2 is done)
-KNOWN = {
-    "ops/aggregate.py": "groupby_aggregate builds a GraphFrame",
-    "ops/filter.py": "filter_rows builds a GraphFrame",
-    "ops/squash.py": "squash builds a GraphFrame",
-    "ops/unify.py": "unify builds GraphFrames",
-    "analytics/compare.py": "arithmetic builds a GraphFrame",
-    "analytics/ensemble.py": "ensemble_graphframe builds a GraphFrame",
-    "interop/hatchet.py": "to_graphframe builds a GraphFrame",
-    "interop/literal.py": "from_literal builds a GraphFrame",
-    "plots/heatmap.py": "isinstance(source, GraphFrame) to tell a frame from a Lake",
-}
-
 
 def _imports_graphframe(tree: ast.AST) -> list[int]:
     lines = []
@@ -55,13 +40,37 @@ def test_the_rule_sees_every_form_of_import():
     assert _imports_graphframe(ast.parse("from perflake.frame.tables import node_ids\nfrom perflake import Lake")) == []
 
 
-def test_no_capability_module_imports_graphframe_beyond_the_known_ones():
+def test_no_capability_module_imports_graphframe():
     found = {}
     for room in CAPABILITY_ROOMS:
         for path in sorted((PKG / room).rglob("*.py")):
             if lines := _imports_graphframe(ast.parse(path.read_text(encoding="utf-8"))):
                 found[str(path.relative_to(PKG))] = lines
-    new = {m: lines for m, lines in found.items() if m not in KNOWN}
-    fixed = sorted(set(KNOWN) - set(found))
-    assert not new, f"capability modules importing GraphFrame (module: lines): {new}; use type(gf).from_tables"
-    assert not fixed, f"no longer import GraphFrame: {fixed}; remove them from KNOWN"
+    assert not found, (f"capability modules importing GraphFrame (module: lines): {found}; build with "
+                       "type(gf).from_tables, or take the class as a parameter (frame_class=cls)")
+
+
+def test_results_keep_the_class_of_the_frame_they_come_from():
+    """What the rule asks for, seen from the outside: a GraphFrame subclass stays itself through every capability
+    that builds a frame (type(gf) in ops and analytics, ``frame_class=cls`` from GraphFrame's constructors)."""
+    import literal
+    from perflake.frame.graphframe import GraphFrame
+
+    class Mine(GraphFrame):
+        pass
+
+    gf = Mine.from_literal(literal.MOCK_GRAPH)
+    other = Mine.from_literal(literal.SOLVERS_GRAPH)
+    made = {
+        "from_literal": gf,
+        "from_lists": Mine.from_lists(("a", "b", "c")),
+        "from_json": Mine.from_json(gf.to_json()),
+        "from_hatchet": Mine.from_hatchet(gf),
+        "filter": gf.filter(lambda row: row["time"] > 0, squash=False),
+        "squash": gf.filter(lambda row: row["time"] > 0),
+        "groupby_aggregate": gf.groupby_aggregate("name", "sum"),
+        "deepcopy": gf.deepcopy(),
+        "sub": gf - other,
+    }
+    assert {k: type(v).__name__ for k, v in made.items()} == dict.fromkeys(made, "Mine")
+    assert len(made["squash"].graph) > 0 and len(made["sub"].graph) >= len(gf.graph)

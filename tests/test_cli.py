@@ -107,7 +107,8 @@ def test_query_takes_both_dialects_and_tree_refuses_typos(tmp_path, shared_data)
     assert run("query", '[{"type": "function"}, "*", {"Calls": "> 1"}]', "--lake", lake).stderr == ""
     bad = run("query", '[{"name": ', "--lake", lake)
     assert bad.returncode == 2 and bad.stderr.startswith("perflake: the query looks like the object dialect")
-    for args, message in ((("--metric", "tme"), "no metric 'tme' in this frame"), (("--rank", 99), "rank 99 is not in")):
+    for args, message in ((("--metric", "tme"), "no metric 'tme' in this frame"),
+                          (("--rank", 99), "rank 99 is not in")):
         proc = run("tree", run_id, "--lake", lake, *args)
         assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1 and not proc.stdout
 

@@ -29,7 +29,8 @@ METRICS = ["time", "time (inc)", "numcalls", "nativecalls"]
 def _key(attrs, row):
     """Our node as Hatchet's (name, file, line): a built-in has file '~' and line 0 there."""
     file = row["file"] if isinstance(row["file"], str) else "~"
-    line = 0 if row["line"] is None or (isinstance(row["line"], float) and math.isnan(row["line"])) else int(row["line"])
+    line = (0 if row["line"] is None or (isinstance(row["line"], float) and math.isnan(row["line"]))
+            else int(row["line"]))
     return attrs["name"], file, line
 
 
@@ -113,7 +114,8 @@ def test_a_python_2_pstats_file(tmp_path):
     assert detect(path) == "cprofile"
     gf = read_cprofile(path)
     rows = {n.frame["name"]: gf.dataframe.loc[n] for n in gf.graph.traverse()}
-    assert rows["solve"][METRICS].tolist() == [0.5, 0.75, 1.0, 1.0] and rows["<len>"][METRICS].tolist() == [0.25, 0.25, 2, 4]
+    assert (rows["solve"][METRICS].tolist() == [0.5, 0.75, 1.0, 1.0]
+            and rows["<len>"][METRICS].tolist() == [0.25, 0.25, 2, 4])
     assert [n.parents[0].frame["name"] for n in gf.graph.traverse() if n.parents] == ["solve"]
 
 

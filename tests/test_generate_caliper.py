@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import numpy as np
 import pandas as pd
@@ -15,6 +14,7 @@ from perflake.generators.caliper import COLUMNS, write_caliper_json_runs
 from perflake.ingest.normalize import normalize
 from perflake.readers.base import ProfileRows
 from perflake.readers.caliper_json import Reader
+from venv_report import run_json
 
 
 @pytest.fixture(scope="module")
@@ -142,9 +142,7 @@ def test_hatchet_reads_it_too(tmp_path, bench_python):
         "rows = [[paths[id(node)], int(r), t, i] for node, r, t, i in zip(df['node'], df['rank'], df['time'], df['time "
         "(inc)'])]\nprint(json.dumps({'nodes': len(gf.graph), 'rows': rows}))\n"
     )
-    res = subprocess.run([str(bench_python), "-c", script, str(path)], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr[-2000:]
-    got = json.loads(res.stdout.strip().splitlines()[-1])
+    got = run_json([str(bench_python), "-c", script, str(path)], 120)
     theirs = pd.DataFrame([(tuple(p), r, t, i) for p, r, t, i in got["rows"]],
                           columns=["callpath", "rank", "time", "time (inc)"])
     rows = Reader().read(str(path))

@@ -1,9 +1,7 @@
 """The synthetic HPCToolkit database writer (perflake.generators.hpctoolkit), read back with our reader."""
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +12,7 @@ from perflake.generators import make_metrics, make_tree
 from perflake.generators.hpctoolkit import write_hpctoolkit_runs
 from perflake.ingest.normalize import normalize
 from perflake.readers.hpctoolkit import Reader
+from venv_report import run_json
 
 
 def table(d) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -109,9 +108,7 @@ def test_hatchet_reads_it_too(tmp_path, bench_python):
         "print(json.dumps({'shape': list(gf.dataframe.shape), 'nodes': len(gf.graph),"
         " 'inc': float(df['time (inc)'].sum()), 'exc': float(df['time'].sum())}))\n"
     )
-    res = subprocess.run([str(bench_python), "-c", script, str(d)], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr[-2000:]
-    got = json.loads(res.stdout.strip().splitlines()[-1])
+    got = run_json([str(bench_python), "-c", script, str(d)], 120)
     frames, values = table(d)
     assert got["nodes"] == len(frames) and got["shape"][0] == len(values)
     assert got["inc"] == values["time (inc)"].sum()

@@ -23,6 +23,7 @@ from perflake.generators import make_metrics, make_tree
 from perflake.generators.hpctoolkit_v4 import plan_hpctoolkit_v4, write_hpctoolkit_v4_runs
 from perflake.readers import hpctoolkit_v4_sections as sec
 from perflake.readers.hpctoolkit_v4 import Reader, hatchet_function_name
+from venv_report import run_json
 
 ARGS = dict(nodes=120, ranks=3, threads=2, seed=4)  # app "nekbone"; loops, MPI, std:: and elided contexts all occur
 COLS = ["time (point)", "time", "time (inc)"]
@@ -294,10 +295,7 @@ def test_hatchet_from_hpctoolkit_latest_reads_it(tmp_path, bench_python):
     ``main thread``; it reads only the first main-thread entry point, formats.md 2.7 / B.6) and the same
     summary values, ``time (inc)`` = execution scope, ``time`` = function scope."""
     d = write_hpctoolkit_v4_runs(tmp_path, nodes=150, ranks=4, threads=2, seed=7)[0]
-    res = subprocess.run([str(bench_python), "-W", "ignore", "-c", HATCHET_SCRIPT, str(d)], capture_output=True,
-                         text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-3000:]
-    hat = json.loads(res.stdout.splitlines()[-1])
+    hat = run_json([str(bench_python), "-W", "ignore", "-c", HATCHET_SCRIPT, str(d)], 300)
     h = pd.DataFrame([(tuple(["main thread", *p[1:]]), t, i) for p, t, i in hat["rows"]],
                      columns=["path", "time", "time (inc)"]).set_index("path").sort_index()
     assert hat["default"] == "time (inc)" and len(h) == hat["nodes"] and h.index.is_unique

@@ -90,7 +90,8 @@ def test_gprof2dot_of_a_pstats_file_names_functions_not_ids(tmp_path):
     assert fib["file"] == pyprofiles.WORKLOAD_FILE and fib["line"] == 1
     assert nodes["fib"].parents[0].frame["name"] == "work"
     # the label's values, as gprof2dot printed them
-    label = next(a["label"] for a in parse_dot(dot, "x").nodes.values() if a.get("label", "").endswith(":fib\n" + a["label"].split("\n", 1)[1]))
+    label = next(a["label"] for a in parse_dot(dot, "x").nodes.values()
+                 if a.get("label", "").endswith(":fib\n" + a["label"].split("\n", 1)[1]))
     total, own, calls = label.split("\n")[1:4]
     assert fib["time (inc)"] == float(total.rstrip("%")) and fib["time"] == float(own.strip("()%"))
     assert fib["calls"] == float(calls.rstrip("×"))
@@ -120,7 +121,8 @@ def test_other_label_layouts_of_the_real_gprof2dot(tmp_path):
                              capture_output=True, text=True).stdout
     assert "\\nwith spaces inside it,and more\\n" in wrapped  # --wrap: 3 lines, ", " written ","
     rows, _ = _read(wrapped, tmp_path, "wrapped.dot")
-    assert rows.frames.column("name").to_pylist() == ["main", long] and rows.frames.column("module").to_pylist() == [None, None]
+    assert (rows.frames.column("name").to_pylist() == ["main", long]
+            and rows.frames.column("module").to_pylist() == [None, None])
     absolute = subprocess.run([*GPROF2DOT, "-f", "pstats", "-n0", "-e0", "--node-label=self-time",
                                "--node-label=total-time", str(pyprofiles.write_pstats(tmp_path / "w.pstats"))],
                               check=True, capture_output=True, text=True).stdout

@@ -21,7 +21,8 @@ CASES = {  # name: (Hatchet's call, perflake's call), both on the same file unde
                      lambda d: GraphFrame.from_caliper(d / "caliper-lulesh-json/lulesh-annotation-profile.json")),
     "cali": ("GraphFrame.from_caliperreader(D + 'caliper-lulesh-cali/lulesh-annotation-profile.cali')",
              lambda d: GraphFrame.from_caliperreader(d / "caliper-lulesh-cali/lulesh-annotation-profile.cali")),
-    "cali_ordered": ("GraphFrame.from_caliperreader(D + 'caliper-ordered-cali/230525-151052_1930517_eWbGeyrlBOPT.cali')",
+    "cali_ordered": ("GraphFrame.from_caliperreader("
+                     "D + 'caliper-ordered-cali/230525-151052_1930517_eWbGeyrlBOPT.cali')",
                      lambda d: GraphFrame.from_caliperreader(
                          d / "caliper-ordered-cali/230525-151052_1930517_eWbGeyrlBOPT.cali")),
     "hpctoolkit": ("GraphFrame.from_hpctoolkit(D + 'hpctoolkit-cpi-database')",

@@ -110,7 +110,8 @@ def test_vectorised_callable_gets_a_node_column():
 
     out = gf.filter(whole, squash=False)
     assert calls == ["DataFrame"]  # called once, vectorised
-    bazes = sorted([[str(a.frame["name"]) for a in n.path()], 0] for n in gf.graph.traverse() if n.frame["name"] == "baz")
+    bazes = sorted([[str(a.frame["name"]) for a in n.path()], 0] for n in gf.graph.traverse()
+                   if n.frame["name"] == "baz")
     assert len(bazes) == 4 and kept(out.dataframe) == bazes
     assert "node" not in out.dataframe.columns  # the helper column is not kept
 

@@ -150,7 +150,8 @@ def test_the_answers_written_out(ours):
     assert ours["line metrics"][:2] == [["line"], ["time (inc)"]] and ours["line inclusive"][2] is True
     if "json chars" in ours:
         assert ours["json chars"] is True
-        assert ours["json keys"] == ["dataframe", "dataframe_indices", "exclusive_metrics", "graph", "inclusive_metrics"]
+        assert ours["json keys"] == ["dataframe", "dataframe_indices", "exclusive_metrics", "graph",
+                                     "inclusive_metrics"]
 
 
 def test_each_side_reads_the_others_json(tmp_path):

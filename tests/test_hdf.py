@@ -2,7 +2,8 @@
 support (PyTables: the ``perflake[hdf]`` extra, in the test extra too).  The round trip must give back the same
 frame (index, columns, dtypes, values, graph, metrics, ``tree()`` text); the frame perflake reloads holds the rows
 llnl-hatchet 2026.2.0 reloads from its own store of the same input (call paths, ranks, values, columns).  Hatchet's
-store holds pickled Hatchet objects; perflake writes none and refuses to unpickle one (see perflake.interop.hdf_store)."""
+store holds pickled Hatchet objects; perflake writes none and refuses to unpickle one (see
+perflake.interop.hdf_store)."""
 
 from __future__ import annotations
 

@@ -77,7 +77,8 @@ def ours(gf, metrics: list[str]) -> pd.DataFrame:
     paths = [tuple(str(n.frame.get("name")) for n in node.path()) for node in df.index.get_level_values("node")]
     where = None
     if "rank" in df.index.names:
-        where = list(zip(df.index.get_level_values("rank").astype(int), df.index.get_level_values("thread").astype(int)))
+        where = list(zip(df.index.get_level_values("rank").astype(int),
+                         df.index.get_level_values("thread").astype(int)))
     return _table(paths, where, df[metrics].to_dict("records"), metrics)
 
 

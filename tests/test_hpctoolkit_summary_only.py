@@ -15,7 +15,6 @@ hpcprof's ``aggregateMetricsExcl`` and real databases say it does not: the tool'
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -32,6 +31,7 @@ from perflake.generators.hpctoolkit_summary import TRACE_HEADER, trace_id
 from perflake.ingest.normalize import normalize
 from perflake.readers import detect
 from perflake.readers.hpctoolkit import Reader
+from venv_report import run_json
 
 # ---------------------------------------------------------------------------------------------- hand-built
 # Values as hpcprof writes them (%g) for this execution, in seconds (true values in brackets):
@@ -383,8 +383,7 @@ def test_hatchet_divides_by_zero(tmp_path, bench_python):
         "except Exception as exc:\n"
         "    print(json.dumps({'error': type(exc).__name__, 'text': str(exc)}))\n"
     )
-    res = subprocess.run([str(bench_python), "-c", script, str(d)], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert json.loads(res.stdout.strip().splitlines()[-1]) == {"error": "ZeroDivisionError", "text": "division by zero"}
+    assert run_json([str(bench_python), "-c", script, str(d)], 120) == {"error": "ZeroDivisionError",
+                                                                          "text": "division by zero"}
     rows = Reader().read(d)
     assert rows.values.num_rows == rows.frames.num_rows and rows.values.column("time (inc)").to_pylist()[0] > 0

@@ -60,7 +60,8 @@ def run(shared_data):
 def _summary_view(gf) -> types.SimpleNamespace:
     """The summary location of the GraphFrame with hatchet's summary-mode column names."""
     df = gf.dataframe.xs((-1, -1), level=("rank", "thread"))
-    df = df[["name", "sum(time)", "sum(time (inc))"]].rename(columns={"sum(time)": "time", "sum(time (inc))": "time (inc)"})
+    df = df[["name", "sum(time)", "sum(time (inc))"]].rename(columns={"sum(time)": "time",
+                                                                      "sum(time (inc))": "time (inc)"})
     return types.SimpleNamespace(dataframe=df)
 
 
@@ -211,7 +212,8 @@ def test_threads_sum_to_the_summary(run):
     # over the normalized tree (identical siblings merged) the same holds
     m = n.metrics.to_pandas()
     per = m[m["rank"] >= 0].groupby("node_id")["time (inc)"].sum(min_count=1)
-    np.testing.assert_allclose(per, m[m["rank"] == -1].set_index("node_id")["sum(time (inc))"].reindex(per.index), rtol=1e-9)
+    np.testing.assert_allclose(per, m[m["rank"] == -1].set_index("node_id")["sum(time (inc))"].reindex(per.index),
+                               rtol=1e-9)
 
 
 def test_metrics_and_frames(run):

@@ -68,7 +68,8 @@ def test_copies_give_identical_call_path_ids(shared_data, tmp_path):
     assert ids["new form"] == ids["old form"] == ids["absolute outdir"] == ids["not copied"]
     base = norm["old form"].metrics.sort_by([("node_id", "ascending"), ("rank", "ascending"), ("thread", "ascending")])
     for k, n in norm.items():
-        assert n.metrics.sort_by([("node_id", "ascending"), ("rank", "ascending"), ("thread", "ascending")]).equals(base), k
+        assert n.metrics.sort_by([("node_id", "ascending"), ("rank", "ascending"),
+                                  ("thread", "ascending")]).equals(base), k
     for k, r in reads.items():
         names, files = set(r.frames.column("name").to_pylist()), set(r.frames.column("file").to_pylist())
         assert any(n.startswith(f"line {STL_MAP}:") for n in names) and STL_MAP in files, k
@@ -86,7 +87,8 @@ def test_the_flag_decides(shared_data, tmp_path):
     gets other call-path ids); setting the flag on a file that has no src component changes nothing."""
     base = shared_data(SAMPLE)
     cleared = rewrite_sources(base, tmp_path / "cleared", lambda f, p: (0, p) if f & COPIED else None)
-    flagged = rewrite_sources(base, tmp_path / "flagged", lambda f, p: (COPIED, p) if p.endswith("darshan-posix.c") else None)
+    flagged = rewrite_sources(base, tmp_path / "flagged",
+                              lambda f, p: (COPIED, p) if p.endswith("darshan-posix.c") else None)
     files = set(Reader().read(str(cleared)).frames.column("file").to_pylist())
     assert OUTDIR + STL_MAP[1:] in files and STL_MAP not in files
     ids = lambda db: set(normalize(Reader().read(str(db))).nodes.column("node_id").to_pylist())  # noqa: E731

@@ -121,7 +121,8 @@ def test_known_laws_are_recovered(study):
         assert row["smape"] < 1.0 and row["ar2"] > 0.999 and row["points"] == len(POINTS)
     assert len(laws) == len(paths)
     assert (m.predict(4096) == t["predicted"]).all()
-    assert t.loc[[i for i, law in laws.items() if law == law_of(0)][0], "model"].endswith("* p^(1) * log2(p)^(1)".replace("p", "nprocs"))
+    assert t.loc[[i for i, law in laws.items() if law == law_of(0)][0], "model"].endswith(
+        "* p^(1) * log2(p)^(1)".replace("p", "nprocs"))
     # ranked: most expensive at the prediction first
     r = ranked(m, top=3)
     assert list(r["predicted"]) == sorted(t["predicted"].dropna(), reverse=True)[:3]
@@ -189,7 +190,8 @@ def test_exact_law_gives_exact_coefficients():
     assert got.loc[0, "c0"] == pytest.approx(3, rel=1e-12) and got.loc[0, "c1"] == pytest.approx(0.5, rel=1e-12)
     assert got.loc[0, "smape"] < 1e-10 and got.loc[0, "model"] == "3 + 0.5 * n^(1) * log2(n)^(1)"
     assert got.loc[1, "model"] == "2.5" and got.loc[1, "c1"] == 0 and got.loc[1, "ar2"] == 1
-    assert pmnf.evaluate(got["c0"], got["c1"], got["poly"], got["log"], 1024) == pytest.approx([3 + 0.5 * 1024 * 10, 2.5])
+    assert pmnf.evaluate(got["c0"], got["c1"], got["poly"], got["log"], 1024) == pytest.approx(
+        [3 + 0.5 * 1024 * 10, 2.5])
 
 
 def test_points_below_one_drop_log_terms_and_few_points_give_no_model():

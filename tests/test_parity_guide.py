@@ -199,7 +199,8 @@ def test_tree_text_and_options(shared_data, golden):
 def test_tree_is_hatchets_tree_of_our_export(shared_data, tmp_path, dataset, metric):
     """Hatchet's own tree() (.bench-venv) of the exported run prints what ours prints; Hatchet writes 'None'
     where a node has no file, perflake nothing -- except HPCToolkit's unknown file, which perflake prints
-    '<unknown file>' as Hatchet's HPCToolkit reader does (perflake.render.tree's docstring; tests/test_hatchet_columns.py)."""
+    '<unknown file>' as Hatchet's HPCToolkit reader does (perflake.render.tree's docstring;
+    tests/test_hatchet_columns.py)."""
     need_bench_python()
     gf = read(shared_data(dataset))
     write_hatchet_json(gf, tmp_path / "run.json")

@@ -52,7 +52,8 @@ def test_hand_computed_session(tmp_path):
     path = tmp_path / "session.json"
     path.write_text(pyprofiles.pyinstrument_json(pyprofiles.SESSION))
     gf = read_pyinstrument(path)
-    got = {tuple(n.frame["name"] for n in _path(node)): (gf.dataframe.loc[node, "time (inc)"], gf.dataframe.loc[node, "time"],
+    got = {tuple(n.frame["name"] for n in _path(node)): (gf.dataframe.loc[node, "time (inc)"],
+                                                         gf.dataframe.loc[node, "time"],
                                                          gf.dataframe.loc[node, "file"], gf.dataframe.loc[node, "line"])
            for node in gf.graph.traverse()}
     assert got == {

@@ -9,9 +9,7 @@ real Hatchet (.bench-venv) on tau-cpi-mpi and on hatchet-graph-literal.json: sam
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
 import textwrap
 
 import numpy as np
@@ -26,6 +24,7 @@ from perflake.ingest.normalize import normalize
 from perflake.interop.json_files import read_hatchet_json
 from perflake.readers.base import Metric
 from trees import profile
+from venv_report import run_json
 
 
 def frame_of(rows) -> GraphFrame:
@@ -142,10 +141,7 @@ HATCHET_FILTER = textwrap.dedent("""
 
 
 def hatchet_rows(bench_python, kind: str, path, threshold: float) -> dict:
-    done = subprocess.run([str(bench_python), "-W", "ignore", "-c", HATCHET_FILTER, kind, str(path), str(threshold)],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.splitlines()[-1])
+    report = run_json([str(bench_python), "-W", "ignore", "-c", HATCHET_FILTER, kind, str(path), str(threshold)], 300)
     return {k: {(tuple(p), r): (t, i) for p, r, t, i in rows} for k, rows in report.items()}
 
 

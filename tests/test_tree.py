@@ -99,7 +99,8 @@ HATCHET_LULESH = """\
 │           └─ 448597.000 IntegrateStressForElems
 └─ 418469.000 TimeIncrement
 """
-# llnl-hatchet 2026.2.0, same frame: tree(render_header=False, metric_column=["time (inc)", "time"], precision=0, depth=3)
+# llnl-hatchet 2026.2.0, same frame:
+# tree(render_header=False, metric_column=["time (inc)", "time"], precision=0, depth=3)
 HATCHET_LULESH_TWO_METRICS = """\
 5882425 121489 main
 ├─ 5342467 528 LagrangeLeapFrog
@@ -149,7 +150,8 @@ def test_a_typo_in_the_metric_or_a_missing_rank_is_an_error_not_a_tree_of_nan(sh
         gf.tree(metric_column=["time", "nope"])
     with pytest.raises(RenderError, match=r"rank 99 is not in this frame \(ranks 0\.\.3\)"):
         gf.tree(rank=99)
-    assert gf.tree(rank=3, render_header=False, colour=False).startswith("52908.000 .TAU application\n")  # rank 3 exists
+    # rank 3 exists
+    assert gf.tree(rank=3, render_header=False, colour=False).startswith("52908.000 .TAU application\n")
 
 
 def test_a_rank_asked_of_a_frame_without_ranks_is_an_error(shared_data):

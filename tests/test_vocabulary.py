@@ -61,7 +61,8 @@ def test_the_frame_side_takes_the_vocabulary_from_its_module():
     """Readers may import it through their contract module; pipeline/ imports it from perflake.vocabulary."""
     offenders = {str(p.relative_to(ROOT)) for p in sorted((ROOT / "pipeline").rglob("*.py"))
                  if _vocabulary_imports_from_readers_base(p)}
-    assert offenders <= STILL_VIA_READERS_BASE, f"import these from perflake.vocabulary: {offenders - STILL_VIA_READERS_BASE}"
+    assert offenders <= STILL_VIA_READERS_BASE, \
+        f"import these from perflake.vocabulary: {offenders - STILL_VIA_READERS_BASE}"
     gone = STILL_VIA_READERS_BASE - offenders
     assert not gone, f"{gone} no longer import the vocabulary from readers.base: drop them from STILL_VIA_READERS_BASE"
 

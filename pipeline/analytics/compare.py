@@ -88,8 +88,6 @@ def _attr(value, kind):
 
 
 def _arith(gf1, gf2, op: str, fill_value):
-    from perflake.frame.graphframe import GraphFrame
-
     keep_left = isinstance(fill_value, str) and fill_value == "default"  # Hatchet's update semantics
     fill = None if keep_left else fill_value
     info = [m for m in metric_roles(gf1) if m.name in gf2.dataframe.columns]
@@ -110,7 +108,7 @@ def _arith(gf1, gf2, op: str, fill_value):
     for name in names:  # a metric with no value at all is missing from the pivot
         if name not in wide.column_names:
             wide = wide.append_column(name, pa.nulls(len(wide), pa.float64()))
-    return GraphFrame.from_tables(nodes, wide, info, dict(gf1.metadata))
+    return type(gf1).from_tables(nodes, wide, info, dict(gf1.metadata))
 
 
 def add(gf1, gf2, *, fill_value="default"):

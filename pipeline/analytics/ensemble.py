@@ -139,9 +139,7 @@ def ensemble_graphframe(lake, where: str | None = None, *, metric=None, stats=DE
                         runs=None, scheduler=None):
     """The ensemble as a GraphFrame: the graph is the union of the selected runs' call paths, one row per
     node, one column ``<metric>_<stat>`` per metric and stat (mean/median/min/max/pNN keep the metric's
-    exclusive/inclusive role, the others are 'other')."""
-    from perflake.frame.graphframe import GraphFrame
-
+    exclusive/inclusive role, the others are 'other'); the frame's class is ``lake.frame_class``."""
     sel = select(lake, runs=runs, where=where)
     stats = parse_stats(stats)[0]
     metric = metric if metric is not None else selection_metric(sel)[0]
@@ -157,4 +155,4 @@ def ensemble_graphframe(lake, where: str | None = None, *, metric=None, stats=DE
     values = pa.Table.from_pandas(wide.reset_index().assign(rank=0, thread=0), preserve_index=False)
     meta = {"ensemble": {"runs": len(sel.runs), "where": where, "metrics": _metrics(metric), "stats": stats,
                          "ddof": ddof}}
-    return GraphFrame.from_tables(nodes, values, info, meta)
+    return lake.frame_class.from_tables(nodes, values, info, meta)

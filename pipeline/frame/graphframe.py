@@ -195,14 +195,16 @@ class GraphFrame:
 
     @staticmethod
     def from_gprof_dot(filename) -> "GraphFrame":
-        """gprof2dot's DOT output (Hatchet's ``from_gprof_dot``; the call graph as a tree: perflake.readers.call_graph)."""
+        """gprof2dot's DOT output (Hatchet's ``from_gprof_dot``; the call graph as a tree:
+        perflake.readers.call_graph)."""
         from perflake.read import read_gprof_dot
 
         return read_gprof_dot(filename)
 
     @staticmethod
     def from_cprofile(filename) -> "GraphFrame":
-        """A cProfile ``.pstats`` file (Hatchet's ``from_cprofile``; the call graph as a tree: perflake.readers.call_graph)."""
+        """A cProfile ``.pstats`` file (Hatchet's ``from_cprofile``; the call graph as a tree:
+        perflake.readers.call_graph)."""
         from perflake.read import read_cprofile
 
         return read_cprofile(filename)
@@ -215,19 +217,19 @@ class GraphFrame:
         return read_pyinstrument(filename)
 
     # -- Hatchet's constructors from literals (perflake.interop.literal) -------------------------------------
-    @staticmethod
-    def from_literal(graph_dict) -> "GraphFrame":
+    @classmethod
+    def from_literal(cls, graph_dict) -> "GraphFrame":
         """A GraphFrame of a Hatchet literal: a list of ``{"frame", "metrics", "children"}`` roots."""
         from perflake.interop.literal import from_literal
 
-        return from_literal(graph_dict)
+        return from_literal(graph_dict, frame_class=cls)
 
-    @staticmethod
-    def from_lists(*lists) -> "GraphFrame":
+    @classmethod
+    def from_lists(cls, *lists) -> "GraphFrame":
         """A GraphFrame from nested ``(name, child, ...)`` tuples, ``time`` = 1 per node."""
         from perflake.interop.literal import from_lists
 
-        return from_lists(*lists)
+        return from_lists(*lists, frame_class=cls)
 
     def to_literal(self, name: str = "name", rank: int = 0, thread: int = 0, cat_columns=()) -> list:
         """The graph as a Hatchet literal with the values at (rank, thread)."""
@@ -361,7 +363,8 @@ class GraphFrame:
 
     __add__, __sub__, __mul__, __truediv__ = add, sub, mul, div
 
-    def load_imbalance(self, metric=None, *, top: int | None = None, absent: str = "exclude", k: int = 3, ddof: int = 1):
+    def load_imbalance(self, metric=None, *, top: int | None = None, absent: str = "exclude", k: int = 3,
+                       ddof: int = 1):
         """Per node: mean/min/max/std over ranks, max/mean and the top-k ranks (see perflake.analytics.imbalance)."""
         from perflake.analytics.imbalance import graphframe_imbalance
 
@@ -397,7 +400,8 @@ class GraphFrame:
         return save(self, path, metric, **options)
 
     def flat_profile(self, by: str = "name", metrics=None, **options):
-        """Metrics summed per function (or ``by`` column) across contexts, Hatchet's recipe (perflake.render.flat_profile)."""
+        """Metrics summed per function (or ``by`` column) across contexts, Hatchet's recipe
+        (perflake.render.flat_profile)."""
         from perflake.render.flat_profile import flat_profile
 
         return flat_profile(self, by, metrics, **options)
@@ -436,7 +440,7 @@ class GraphFrame:
         """A perflake GraphFrame of a Hatchet one, through perflake's normalisation (call-path ids)."""
         from perflake.interop.hatchet import from_hatchet
 
-        return from_hatchet(hgf)
+        return from_hatchet(hgf, frame_class=cls)
 
     def to_dict(self) -> dict:
         """Hatchet's dict form (``GraphFrame.to_dict``: Hatchet's keys only)."""
@@ -456,7 +460,7 @@ class GraphFrame:
         """A GraphFrame from Hatchet's JSON text."""
         from perflake.interop.json_files import from_hatchet_json
 
-        return from_hatchet_json(json_spec)
+        return from_hatchet_json(json_spec, frame_class=cls)
 
     def to_hdf(self, filename, key: str = "hatchet_graphframe", **kwargs) -> None:
         """Store this frame in an HDF5 file under ``key`` (Hatchet's ``to_hdf``; ``perflake[hdf]``; hdf_store)."""

@@ -159,6 +159,17 @@ def _forbidden(names, parent, kid_names, p) -> set:
     return out
 
 
+def _add_child(picker, names, parent, depth, kid_names, p: int) -> str:
+    """Append a new child of ``p`` (a name neither its siblings nor its ancestors have) to the parallel lists."""
+    name = picker.pick(names[p], _forbidden(names, parent, kid_names, p))
+    names.append(name)
+    parent.append(p)
+    depth.append(depth[p] + 1)
+    kid_names.append(set())
+    kid_names[p].add(name)
+    return name
+
+
 def _max_depth_for(n: int) -> int:
     return int(np.clip(round(2.6 * math.log2(max(n, 2)) - 6), 3, 30))
 
@@ -194,12 +205,7 @@ def make_tree(n_nodes: int, *, seed: int) -> CallTree:
             p = last_inner
         else:
             p = tickets[int(picker.uniform() * len(tickets))]
-        name = picker.pick(names[p], _forbidden(names, parent, kid_names, p))
-        names.append(name)
-        parent.append(p)
-        depth.append(depth[p] + 1)
-        kid_names.append(set())
-        kid_names[p].add(name)
+        name = _add_child(picker, names, parent, depth, kid_names, p)
         tickets.append(p)
         if category(name) == SOLVER and depth[i] < cap:
             tickets.extend([i] * (1 + depth[i] // 3))
@@ -244,12 +250,7 @@ def perturb(tree: CallTree, *, seed: int, fraction: float = 0.03) -> CallTree:
     picker = _NamePicker(rng, n)
     for _ in range(max(1, budget - n_drop)):
         p = inner[int(rng.integers(len(inner)))]
-        name = picker.pick(names[p], _forbidden(names, parent, kid_names, p))
-        names.append(name)
-        parent.append(p)
-        depth.append(depth[p] + 1)
-        kid_names.append(set())
-        kid_names[p].add(name)
+        _add_child(picker, names, parent, depth, kid_names, p)
     return _from_parents(names, parent)
 
 

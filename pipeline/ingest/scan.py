@@ -73,7 +73,8 @@ def scan(paths, *, follow_symlinks: bool = False) -> Scan:
 
 _CALIPER_JSON_START = re.compile(rb'^(?:\xef\xbb\xbf)?\s*\{\s*"data"\s*:\s*\[\s*\[')  # Caliper writes its rows first
 _TAU_FILE = re.compile(r"^profile\.\d+\.\d+\.\d+$")
-_PYINSTRUMENT_KEY = re.compile(rb'"root_frame"\s*:|^(?:\xef\xbb\xbf)?\s*\{\s*"start_time"\s*:')  # it writes start_time first
+# pyinstrument writes start_time first
+_PYINSTRUMENT_KEY = re.compile(rb'"root_frame"\s*:|^(?:\xef\xbb\xbf)?\s*\{\s*"start_time"\s*:')
 _DOT_START = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:strict\s+)?digraph\b", re.I)
 _DIRECTORY_FORMATS = {"experiment.xml": "an HPCToolkit database", "meta.db": "an HPCToolkit v4 database"}
 

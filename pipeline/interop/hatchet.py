@@ -125,8 +125,9 @@ def _input_order(graph) -> list:
     return out
 
 
-def from_hatchet(hgf):
-    """A perflake GraphFrame of a Hatchet GraphFrame, through perflake's table path (module docstring)."""
+def from_hatchet(hgf, *, frame_class=None):
+    """A perflake GraphFrame of a Hatchet GraphFrame, through perflake's table path (module docstring);
+    ``frame_class`` as for :func:`to_graphframe`."""
     nodes = _input_order(hgf.graph)
     local = {id(n): i for i, n in enumerate(nodes)}
     by_nid = {getattr(n, "_hatchet_nid", None): i for i, n in enumerate(nodes)}
@@ -150,17 +151,22 @@ def from_hatchet(hgf):
     rows = layout_rows([dict(n.frame.attrs) for n in nodes], parents, lut[codes], locations,
                        df.reset_index(drop=True), hgf.exc_metrics or [], hgf.inc_metrics or [],
                        metadata=getattr(hgf, "metadata", None), source="<hatchet GraphFrame>")
-    return to_graphframe(rows, getattr(hgf, "default_metric", None))
+    return to_graphframe(rows, getattr(hgf, "default_metric", None), frame_class=frame_class)
 
 
-def to_graphframe(rows: ProfileRows, default_metric: str | None = None):
-    """normalize -> GraphFrame.from_tables, as :func:`perflake.read.read` does; keeps ``default_metric`` if it
-    names a metric of the result."""
-    from perflake.frame.graphframe import GraphFrame
+def to_graphframe(rows: ProfileRows, default_metric: str | None = None, *, frame_class=None):
+    """normalize -> ``frame_class.from_tables``, as :func:`perflake.read.read` does; keeps ``default_metric`` if
+    it names a metric of the result.  ``frame_class``: the class to build (GraphFrame's classmethods pass their
+    own); a direct call without it gets perflake's GraphFrame from :func:`perflake.read.frame_class`, the entry
+    layer, so that no module of interop/ imports GraphFrame."""
     from perflake.ingest.normalize import normalize
 
+    if frame_class is None:
+        from perflake.read import frame_class as default_frame_class
+
+        frame_class = default_frame_class()
     n = normalize(rows)
-    gf = GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata)
+    gf = frame_class.from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata)
     if default_metric in gf.exc_metrics + gf.inc_metrics or (
             default_metric in gf.dataframe.columns and default_metric not in ATTRIBUTES):
         gf.default_metric = default_metric

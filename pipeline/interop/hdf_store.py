@@ -122,8 +122,8 @@ def _pick_key(store, filename, key):
 
 
 def from_hdf(filename, key: str | None = None, *, frame_class, **kwargs):
-    """Read the GraphFrame stored under ``key`` (the only one in the file when ``key`` is None), built as
-    ``frame_class`` (``GraphFrame.from_hdf`` passes its own class)."""
+    """Read the GraphFrame stored under ``key`` (the only one in the file when ``key`` is None), as a
+    ``frame_class`` (``GraphFrame.from_hdf`` passes its own)."""
     from perflake.frame.graph import Frame, Graph, Node
 
     _tables()

@@ -23,8 +23,9 @@ Where this view differs from Hatchet, on purpose (tests/test_hpctoolkit_latest.p
 
 * Identity: sibling contexts with the same frame are one node (their values summed), as everywhere in perflake
   (call-path ids, :mod:`perflake.identity`); Hatchet keeps one node per context (hpctoolkit-gamess: 11 292
-  Hatchet rows, 8 399 nodes here, 8 396 call paths of names on both sides, with equal values per path).  ``file``, ``line`` and ``module``
-  are kept as columns and are part of the identity (formats.md B.10); ``name`` is not a metric (B.8).
+  Hatchet rows, 8 399 nodes here, 8 396 call paths of names on both sides, with equal values per path).
+  ``file``, ``line`` and ``module`` are kept as columns and are part of the identity (formats.md B.10); ``name``
+  is not a metric (B.8).
 * Parallel mode: the index is (``node``, ``rank``, ``thread``) as for every perflake frame, not Hatchet's
   (``node``, ``profile``); ``metadata["hpctoolkit.profiles"]`` maps each profile (Hatchet's ``profile``
   number) to its id tuple and (rank, thread) (GPU streams at thread 10000+k).  Hatchet's ``metadata`` is that

@@ -11,10 +11,10 @@
 ``nid`` is the node's pre-order position (Hatchet's ``_hatchet_nid``); frames hold ``name`` and ``type`` as
 Hatchet's readers make them, and file/line/module are dataframe columns.  NaN is written as null (as Hatchet's
 ``to_dict`` does: Hatchet reads it back as NaN; a file/line/end_line/module column without any value is left
-out, else Hatchet's ``tree()`` prints 'None' after every name), infinities as ``Infinity``/``-Infinity`` (what Python's json,
-and so Hatchet, writes and reads; strict JSON parsers refuse them).  Numbers are written with ``repr``, so they
-read back bit for bit.  perflake adds two keys that Hatchet's reader ignores, ``default_metric`` and
-``metadata`` (the run's metadata; values JSON cannot hold are written as text), so that
+out, else Hatchet's ``tree()`` prints 'None' after every name), infinities as ``Infinity``/``-Infinity``
+(what Python's json, and so Hatchet, writes and reads; strict JSON parsers refuse them).  Numbers are written
+with ``repr``, so they read back bit for bit.  perflake adds two keys that Hatchet's reader ignores,
+``default_metric`` and ``metadata`` (the run's metadata; values JSON cannot hold are written as text), so that
 :func:`read_hatchet_json` gets back what :func:`write_hatchet_json` wrote.
 
 **Thicket JSON** is what llnl-thicket 2026.1's ``Thicket.to_json()`` writes and ``Thicket.from_json()`` reads:
@@ -239,12 +239,13 @@ def write_thicket_json(runs: Mapping[str, object], path, **options) -> None:
 
 
 # -- reading (perflake.readers.hatchet_json parses; here the rows become a GraphFrame) -----------------------
-def from_dict(spec: dict, *, source: str = "<hatchet json>"):
+def from_dict(spec: dict, *, source: str = "<hatchet json>", frame_class=None):
     """A perflake GraphFrame of a Hatchet JSON document, through perflake's table path (perflake.interop.hatchet).
-    A metric column whose records all hold integers is int64, as pandas makes it in Hatchet's ``from_json``."""
+    A metric column whose records all hold integers is int64, as pandas makes it in Hatchet's ``from_json``.
+    ``frame_class``: as for :func:`perflake.interop.hatchet.to_graphframe` (``GraphFrame.from_json`` passes its own)."""
     rows = rows_from_spec(spec, source)
     frames = rows.frames
-    gf = to_graphframe(rows, spec.get("default_metric") or "time")  # Hatchet's from_json: time
+    gf = to_graphframe(rows, spec.get("default_metric") or "time", frame_class=frame_class)  # Hatchet's: time
     links = _dag_links(spec, source)
     if links is not None:  # a node listed as the child of several: Hatchet's graph is a DAG, so is this one
         from perflake.frame.relink import relink
@@ -282,16 +283,16 @@ def _integer_columns(gf, records: list) -> None:
             df[c] = values.astype(np.int64)
 
 
-def read_hatchet_json(path):
+def read_hatchet_json(path, *, frame_class=None):
     """Read a Hatchet JSON file (written by Hatchet's ``to_json`` or by perflake) into a perflake GraphFrame."""
     path = os.fspath(path)
-    return from_dict(load(path), source=path)
+    return from_dict(load(path), source=path, frame_class=frame_class)
 
 
-def from_hatchet_json(text: str, *, source: str = "<hatchet json>"):
+def from_hatchet_json(text: str, *, source: str = "<hatchet json>", frame_class=None):
     """A perflake GraphFrame of Hatchet JSON text."""
     try:
         spec = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ReaderError(source, f"not JSON: {exc}") from None
-    return from_dict(spec, source=source)
+    return from_dict(spec, source=source, frame_class=frame_class)

@@ -150,9 +150,9 @@ def _extra_columns(gf, rows, nodes: pa.Table, columns: dict[str, list]) -> None:
         gf.dataframe[column] = pd.Series(cells, index=gf.dataframe.index, dtype=object)
 
 
-def from_literal(literal):
-    """A GraphFrame of a Hatchet literal (module docstring)."""
-    from perflake.frame.graphframe import GraphFrame
+def from_literal(literal, *, frame_class):
+    """A GraphFrame (of ``frame_class``: ``GraphFrame.from_literal`` passes its own) of a Hatchet literal (module
+    docstring)."""
     from perflake.ingest.normalize import normalize
 
     rows, links = _shared(_walk(literal))
@@ -185,7 +185,7 @@ def from_literal(literal):
     profile = ProfileRows(format="literal", source="<literal>", frames=frame_table,
                           values=pa.table(values), metrics=metrics)
     n = normalize(profile)
-    gf = GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info)
+    gf = frame_class.from_tables(n.nodes, n.metrics, n.metric_info)
     unused = [c for c in FRAME_ATTRS if c in gf.dataframe.columns and gf.dataframe[c].isna().all()]
     gf.dataframe = gf.dataframe.drop(columns=unused)
     gf.exc_metrics = [m for m in exclusive if m in gf.dataframe.columns]
@@ -202,17 +202,17 @@ def from_literal(literal):
     return gf
 
 
-def from_lists(*lists):
-    """A GraphFrame of ``Graph.from_lists(*lists)``: ``time`` = 1 per node, ``time (inc)`` derived (module
-    docstring); a Node object used twice in the lists is one node with two parents, as in Hatchet."""
+def from_lists(*lists, frame_class):
+    """A GraphFrame (of ``frame_class``: ``GraphFrame.from_lists`` passes its own) of ``Graph.from_lists(*lists)``:
+    ``time`` = 1 per node, ``time (inc)`` derived (module docstring); a Node object used twice in the lists is one
+    node with two parents, as in Hatchet."""
     from perflake.frame.graph import Graph
-    from perflake.frame.graphframe import GraphFrame
 
     graph = Graph.from_lists(*lists)
     nodes = list(graph)
     names = pd.Series([n.frame.get("name") for n in nodes], dtype=object).to_numpy()
     df = pd.DataFrame({"time": np.ones(len(nodes)), "name": names}, index=pd.Index(nodes, name="node", dtype=object))
-    gf = GraphFrame(graph, df, ["time"], [], default_metric="time")
+    gf = frame_class(graph, df, ["time"], [], default_metric="time")
     gf.update_inclusive_columns()
     return gf
 

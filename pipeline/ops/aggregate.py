@@ -101,8 +101,6 @@ def _group_graph(gf, node_group: dict[int, int], labels: list[str], kind: str) -
 
 def groupby_aggregate(gf, groupby_function, agg_function):
     """A new GraphFrame with one node per value of the ``groupby_function`` column(s) (module docstring)."""
-    from perflake.frame.graphframe import GraphFrame
-
     df = gf.dataframe
     if not isinstance(groupby_function, (str, list, tuple)):
         raise TypeError("groupby_aggregate groups by a column name or a list of column names")
@@ -142,4 +140,4 @@ def groupby_aggregate(gf, groupby_function, agg_function):
     exc = [m for m in gf.exc_metrics if m in out.columns]
     inc = [m for m in gf.inc_metrics if m in out.columns]
     default = gf.default_metric if gf.default_metric in out.columns else (exc + inc + [None])[0]
-    return GraphFrame(graph, out, exc, inc, default, gf.metadata)
+    return type(gf)(graph, out, exc, inc, default, gf.metadata)

@@ -46,8 +46,6 @@ def _query_like(filter_obj) -> bool:
 
 def filter_rows(gf, filter_obj, *, multi_index_mode: str = "off", allow_empty: bool = False):
     """A new GraphFrame (same, shared graph) holding only the selected rows."""
-    from perflake.frame.graphframe import GraphFrame
-
     df = gf.dataframe
     if callable(filter_obj) and not _query_like(filter_obj):
         rows = _with_levels(df)
@@ -64,4 +62,4 @@ def filter_rows(gf, filter_obj, *, multi_index_mode: str = "off", allow_empty: b
                             f"not {type(filter_obj).__name__}")
     if not allow_empty and not mask.any():
         raise EmptyFilter("the filter would have produced an empty GraphFrame (no row matches it)")
-    return GraphFrame(gf.graph, df[mask].copy(), gf.exc_metrics, gf.inc_metrics, gf.default_metric, gf.metadata)
+    return type(gf)(gf.graph, df[mask].copy(), gf.exc_metrics, gf.inc_metrics, gf.default_metric, gf.metadata)

@@ -76,8 +76,6 @@ def squash(gf, *, update_inclusive_columns: bool = True):
     where merged rows sum it and rows that only the inclusive derivation creates have none; the rows without
     it are dropped.  The index keeps the input's levels (a single rank left stays a ``rank`` level).
     """
-    from perflake.frame.graphframe import GraphFrame
-
     df = gf.dataframe
     kept = set(np.unique(node_ids(df)).tolist())
     parents, extra = _kept_parents(gf, kept)
@@ -92,7 +90,7 @@ def squash(gf, *, update_inclusive_columns: bool = True):
     present = n.metrics.filter(pc.is_valid(n.metrics.column(marker))).drop_columns([marker])
     info = [m for m in n.metric_info if m.name != marker]
     levels = [lv for lv in df.index.names if lv in ("rank", "thread")]
-    out = GraphFrame.from_tables(n.nodes, present, info, gf.metadata, sparse=True, levels=levels)
+    out = type(gf).from_tables(n.nodes, present, info, gf.metadata, sparse=True, levels=levels)
     if extra:  # a DAG: a node keeps a link to each nearest kept ancestor (Hatchet's squash), inclusive values over them
         from perflake.frame.relink import relink
         from perflake.ops.inclusive import update_inclusive_columns as recompute_inclusive

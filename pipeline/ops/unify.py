@@ -49,12 +49,10 @@ def reindex_nodes(df: pd.DataFrame, by_id: dict) -> pd.DataFrame:
 
 def deepcopy(gf):
     """A GraphFrame sharing nothing with ``gf`` (module docstring)."""
-    from perflake.frame.graphframe import GraphFrame
-
     graph = graph_ops.copy(gf.graph)
     df = reindex_nodes(gf.dataframe.copy(deep=True), graph_ops.by_id(graph))
-    return GraphFrame(graph, df, list(gf.exc_metrics), list(gf.inc_metrics), gf.default_metric,
-                      _copy.deepcopy(gf.metadata))
+    return type(gf)(graph, df, list(gf.exc_metrics), list(gf.inc_metrics), gf.default_metric,
+                    _copy.deepcopy(gf.metadata))
 
 
 def _graph_ids(graph) -> np.ndarray:

@@ -25,12 +25,18 @@ ABSENT_COLOUR = "#d0d0d0"
 RUN_ID_CHARS = 8
 
 
+def _is_frame(source) -> bool:
+    """A perflake GraphFrame, or one of its subclasses: a dataframe and the ``from_tables`` constructor every
+    capability builds with (no capability module imports GraphFrame); a Hatchet GraphFrame has no from_tables."""
+    return callable(getattr(type(source), "from_tables", None)) and isinstance(getattr(source, "dataframe", None),
+                                                                                pd.DataFrame)
+
+
 def _graphframe(source, run):
     """(GraphFrame, run label) from a GraphFrame, or from a Lake and a run id (or unique prefix)."""
-    from perflake.frame.graphframe import GraphFrame
     from perflake.lake import Lake
 
-    if isinstance(source, GraphFrame):
+    if _is_frame(source):
         if run is not None:
             raise PlotError("plot_heatmap: give a run id only together with a Lake, not with a GraphFrame")
         return source, None

@@ -36,27 +36,20 @@ class CompoundQuery(AbstractQuery):
     def __repr__(self):
         return f"{type(self).__name__}({', '.join(map(repr, self.subqueries))})"
 
-    def __and__(self, other):
-        return ConjunctionQuery(self, other)
 
-    def __or__(self, other):
-        return DisjunctionQuery(self, other)
-
-    def __xor__(self, other):
-        return ExclusiveDisjunctionQuery(self, other)
-
-    def __invert__(self):
-        return NegationQuery(self)
+def _fold(op, results: list[np.ndarray]) -> np.ndarray:
+    """``op`` over the sub-queries' arrays, left to right (as Hatchet folds its n-ary compounds)."""
+    out = results[0]
+    for r in results[1:]:
+        out = op(out, r, assume_unique=True)
+    return out
 
 
 class ConjunctionQuery(CompoundQuery):
     """Nodes returned by every sub-query."""
 
     def combine(self, results, all_ids):
-        out = results[0]
-        for r in results[1:]:
-            out = np.intersect1d(out, r, assume_unique=True)
-        return out
+        return _fold(np.intersect1d, results)
 
 
 class DisjunctionQuery(CompoundQuery):
@@ -70,10 +63,7 @@ class ExclusiveDisjunctionQuery(CompoundQuery):
     """Symmetric difference, folded left to right (a node returned by an odd number of sub-queries)."""
 
     def combine(self, results, all_ids):
-        out = results[0]
-        for r in results[1:]:
-            out = np.setxor1d(out, r, assume_unique=True)
-        return out
+        return _fold(np.setxor1d, results)
 
 
 class NegationQuery(CompoundQuery):

@@ -111,6 +111,27 @@ class AbstractQuery:
 
         return apply(gf, self, multi_index_mode=multi_index_mode)
 
+    # -- set operators (compound queries: perflake.query.compound) ----------------------------------------------
+    def __and__(self, other):
+        from perflake.query.compound import ConjunctionQuery
+
+        return ConjunctionQuery(self, other)
+
+    def __or__(self, other):
+        from perflake.query.compound import DisjunctionQuery
+
+        return DisjunctionQuery(self, other)
+
+    def __xor__(self, other):
+        from perflake.query.compound import ExclusiveDisjunctionQuery
+
+        return ExclusiveDisjunctionQuery(self, other)
+
+    def __invert__(self):
+        from perflake.query.compound import NegationQuery
+
+        return NegationQuery(self)
+
 
 class Query(AbstractQuery):
     """A path query (Hatchet's base syntax): ``Query().match(".", pred).rel("*").rel(2, other)``.
@@ -169,27 +190,6 @@ class Query(AbstractQuery):
     def __repr__(self):
         body = ", ".join(f"({e.quantifier!r}, {e.predicate!r})" for e in self.elements)
         return f"{type(self).__name__}([{body}])"
-
-    # -- set operators (compound queries) -------------------------------------------------------------------
-    def __and__(self, other):
-        from perflake.query.compound import ConjunctionQuery
-
-        return ConjunctionQuery(self, other)
-
-    def __or__(self, other):
-        from perflake.query.compound import DisjunctionQuery
-
-        return DisjunctionQuery(self, other)
-
-    def __xor__(self, other):
-        from perflake.query.compound import ExclusiveDisjunctionQuery
-
-        return ExclusiveDisjunctionQuery(self, other)
-
-    def __invert__(self):
-        from perflake.query.compound import NegationQuery
-
-        return NegationQuery(self)
 
 
 class QueryMatcher(Query):

@@ -31,7 +31,6 @@ from perflake.errors import RenderError
 from perflake.frame.graph import node_number as _number
 from perflake.frame.node_values import location_mask, metric_names
 
-
 # tree() arguments Hatchet renamed: the old name is a ValueError naming the new one, both names a TypeError
 RENAMED_TREE_ARGS = {"metric": "metric_column", "name": "name_column", "expand_names": "expand_name",
                      "context": "context_column", "invert_colors": "invert_colormap"}

@@ -94,6 +94,14 @@ def print_frame(df: pd.DataFrame, fmt: str, *, max_rows: int | None = None) -> N
                 sys.stdout.write(f"... {len(df) - max_rows} more rows (use --format csv for all)\n")
 
 
+def print_paths(verb: str, paths, summary: str) -> int:
+    """A line ``<verb> <path>`` per file written or removed, then ``summary``; the exit code of success."""
+    for path in paths:
+        print(f"{verb} {path}")
+    print(summary)
+    return EXIT_OK
+
+
 def paths_column(df: pd.DataFrame, fmt: str) -> pd.DataFrame:
     """Call paths as text; in tables only the last three frames (csv/json keep the whole path)."""
     if "path" in df.columns:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from perflake.cli.commands._common import EXIT_OK
+from perflake.cli.commands._common import print_paths
 
 FORMATS = ("hatchet-json", "thicket-json")
 
@@ -61,10 +61,7 @@ def cmd_export(args) -> int:
         written = [out]
     else:
         written = hatchet_json.write_hatchet_json_dir(gfs, out)
-    for path in written:
-        print(f"wrote {path}")
-    print(f"exported {len(gfs)} run{'s' if len(gfs) != 1 else ''} as {args.to}")
-    return EXIT_OK
+    return print_paths("wrote", written, f"exported {len(gfs)} run{'s' if len(gfs) != 1 else ''} as {args.to}")
 
 
 def register(sub, *, lake_arg, fmt_arg) -> None:

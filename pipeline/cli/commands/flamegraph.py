@@ -13,6 +13,7 @@ from pathlib import Path
 from perflake.cli.commands._common import EXIT_OK, load_graphframe, location, run_args
 from perflake.errors import RenderError
 
+
 def cmd_flamegraph(args) -> int:
     from perflake.render.flamegraph import OUTPUTS, save
 

@@ -35,7 +35,8 @@ def cmd_query(args) -> int:
 def register(sub, *, lake_arg, fmt_arg) -> None:
     sp = sub.add_parser("query", help="call-path query (Hatchet's string or object dialect) over runs of the lake")
     sp.add_argument("query", help='string dialect, e.g. MATCH (".", p)->("*", q) WHERE p."name" =~ "MPI_.*", '
-                                  'or object dialect as JSON, e.g. \'[{"name": "MPI_.*"}]\' or \'["*", {"time (inc)": "> 10"}]\'')
+                                  'or object dialect as JSON, e.g. \'[{"name": "MPI_.*"}]\' or '
+                                  '\'["*", {"time (inc)": "> 10"}]\'')
     sp.add_argument("runs", nargs="*", help="run ids (default: all runs, or --where)")
     lake_arg(sp)
     sp.add_argument("--where", help="SQL condition on the runs catalog, e.g. \"format = 'tau' and ranks >= 64\"")

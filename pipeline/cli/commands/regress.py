@@ -43,7 +43,8 @@ def _table(result, top: int):
 
 def cmd_regress(args) -> int:
     from perflake.analytics.regress import regress
-    from perflake.cli.commands._common import paths_column as _paths_column, print_frame as _print_frame
+    from perflake.cli.commands._common import paths_column as _paths_column
+    from perflake.cli.commands._common import print_frame as _print_frame
     from perflake.errors import PerflakeError
     from perflake.lake import Lake
 
@@ -52,7 +53,8 @@ def cmd_regress(args) -> int:
         result = regress(Lake(args.lake), args.baseline, args.candidate, metric=args.metric, test=args.test,
                          alpha=args.alpha, threshold=args.threshold, min_share=args.min_share)
     _warnings(caught)
-    for path, text in ((args.json, lambda: result.to_json()), (args.markdown, lambda: result.to_markdown(args.top or 15))):
+    for path, text in ((args.json, lambda: result.to_json()),
+                       (args.markdown, lambda: result.to_markdown(args.top or 15))):
         if path:
             try:
                 with open(path, "w", encoding="utf-8") as fh:

@@ -8,7 +8,8 @@ from perflake.cli.commands._common import EXIT_OK, open_lake, print_frame
 def cmd_runs(args) -> int:
     lake = open_lake(args)
     df = lake.sql(
-        "select run_id, format, app, ranks, threads, n_nodes, exc_metrics, launch_time, source from runs order by ingested_at, run_id"
+        "select run_id, format, app, ranks, threads, n_nodes, exc_metrics, launch_time, source from runs "
+        "order by ingested_at, run_id"
     )
     if args.where:
         from perflake.analytics.lake_query import select_runs

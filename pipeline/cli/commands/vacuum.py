@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from perflake.cli.commands._common import EXIT_OK, open_lake
+from perflake.cli.commands._common import open_lake, print_paths
 
 
 def cmd_vacuum(args) -> int:
     removed = open_lake(args).vacuum(older_than=args.older_than)
-    for path in removed:
-        print(f"removed {path}")
-    print(f"removed {len(removed)} leftover files")
-    return EXIT_OK
+    return print_paths("removed", removed, f"removed {len(removed)} leftover files")
 
 
 def register(sub, *, lake_arg, fmt_arg) -> None:
