@@ -8,7 +8,9 @@ import sys
 
 
 def cmd_statsframe(args) -> int:
-    from perflake.cli.commands._common import open_lake as _lake, paths_column as _paths_column, print_frame as _print_frame
+    from perflake.cli.commands._common import open_lake as _lake
+    from perflake.cli.commands._common import paths_column as _paths_column
+    from perflake.cli.commands._common import print_frame as _print_frame
 
     lake = _lake(args)
     metrics = args.metric.split(",") if args.metric else None
