@@ -1,0 +1,308 @@
+"""A call-path query over many runs at once, with the answer of applying it to each run's GraphFrame.
+
+The runs' call paths are read once (``sql/lake_query_members.sql``: which run holds which call path;
+``sql/lake_query_callpaths.sql``: the union of the call paths with their frames) and the query is answered for
+all runs together, one bit per (call path, run) (perflake.query.forest):
+
+* a condition on what a call-path id fixes (``name``, ``type``, ``file``, ``line``, ``end_line``, ``module``,
+  ``depth``, ``callpath_id``) is tested once per call path, by perflake.query.predicates on a frame of the union
+  (:class:`perflake.query.forest.StructureFrame`).  What a run's GraphFrame makes of such a column can depend on
+  the run (a run whose call paths all lack a ``line`` reads it as an all-missing column), so the runs are
+  grouped by what they hold (missing and present values of each attribute the query reads) and the condition
+  is tested once per group, on the union of the group's call paths;
+* a condition on a metric is tested once per (run, call path), over the values DuckDB computes in one pass over
+  the metrics table: the mean over the node's rows (``sql/lake_query_means.sql``; multi_index_mode "off", and
+  any run with one location) or, for "any"/"all" on a run with several ranks or threads, every row
+  (``sql/lake_query_rows.sql``), reduced per node as a GraphFrame's dense rows are (a location without a row
+  is a NaN row);
+* ``is_leaf`` and ``node_id``/``_hatchet_nid`` (pre-order position) are read off each run's part of the forest;
+* an element whose condition names an attribute a run lacks matches nothing in that run, as in one frame;
+* the path automaton runs over the forest for all runs at once (perflake.query.forest.match).
+
+:func:`match_runs` raises :class:`Unsupported` for what it does not answer, and the caller applies the query
+run by run instead: Python predicates (base syntax), graphframes wanted, a metric named like a frame
+attribute, a call path whose parent or frame differs between runs for an attribute that matters, a run
+holding a call path without its parent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from perflake.engine import duck, sqlfiles
+from perflake.errors import InvalidMultiIndexMode, QueryError
+from perflake.query import forest as F
+from perflake.query.compound import (CompoundQuery, ConjunctionQuery, DisjunctionQuery,
+                                     ExclusiveDisjunctionQuery, NegationQuery)
+from perflake.query.matching import graph_tables, to_query
+from perflake.query.model import MULTI_INDEX_MODES, And, Call, Cond, Not, Or, conds
+from perflake.query.predicates import NodeTable, _leaf, _test
+
+FRAME_ATTRS = ("name", "type", "file", "line", "end_line", "module")  # columns of the lake's nodes table
+PER_CALL_PATH = FRAME_ATTRS + ("depth", "callpath_id")
+PER_RUN = ("node_id", "_hatchet_nid", "is_leaf")
+RESERVED = frozenset(PER_CALL_PATH + PER_RUN)
+ORDER_ATTRS = ("parent_id", "depth", "name", "type")  # must agree between runs for the pre-order to be shared
+
+
+class Unsupported(Exception):
+    """This query or this lake is answered run by run (the reason is the message)."""
+
+
+def match_runs(lake, query, run_ids: list[str], multi_index_mode: str) -> pd.DataFrame:
+    """``(run_id, node_id, depth, name, path)`` of every node on a matching path, runs in ``run_ids`` order,
+    nodes in each run's pre-order: the rows that applying ``query`` to each run's GraphFrame gives."""
+    if multi_index_mode not in MULTI_INDEX_MODES:
+        raise InvalidMultiIndexMode(f"multi_index_mode must be one of {MULTI_INDEX_MODES}, not {multi_index_mode!r}")
+    q = to_query(query)
+    _check(q)
+    cat = lake.catalog()
+    rows = {r["run_id"]: r for r in cat.runs().to_pylist()}
+    metrics = [frozenset(m["name"] for m in rows[r]["metrics"]) for r in run_ids]
+    clash = set().union(*metrics) & RESERVED
+    if clash:
+        raise Unsupported(f"a metric is named like a frame attribute: {sorted(clash)}")
+    con = duck.connection() if cat.local else duck.offline()
+    try:
+        if not cat.local:
+            con.register_filesystem(cat.fs)
+        con.register("query_runs", pa.table({"run_id": pa.array(run_ids, pa.string()),
+                                              "run": pa.array(np.arange(len(run_ids), dtype=np.int32))}))
+        batches = [rows[r]["batch"] for r in run_ids]
+        shared = _Shared(con, cat.files("nodes", batches), len(run_ids), _attrs(q))
+        ev = _Evaluator(shared, metrics, multi_index_mode, con, cat.files("metrics", batches), run_ids)
+        found = F.unpack(ev.ids(q), len(run_ids))
+    finally:
+        con.close()
+    return _answer(shared, found, run_ids)
+
+
+def _check(q) -> None:
+    if isinstance(q, CompoundQuery):
+        if type(q) not in (ConjunctionQuery, DisjunctionQuery, ExclusiveDisjunctionQuery, NegationQuery):
+            raise Unsupported(f"compound query {type(q).__name__}")
+        for sub in q.subqueries:
+            _check(sub)
+        return
+    for _, pred in q.expanded():
+        if _has_call(pred):
+            raise Unsupported("a Python predicate is called per node of each run")
+
+
+def _has_call(pred) -> bool:
+    if isinstance(pred, Call):
+        return True
+    if isinstance(pred, Not):
+        return _has_call(pred.arg)
+    if isinstance(pred, (And, Or)):
+        return any(_has_call(a) for a in pred.args)
+    return False
+
+
+def _attrs(q) -> set:
+    if isinstance(q, CompoundQuery):
+        return set().union(*(_attrs(s) for s in q.subqueries))
+    return {c.attr for _, pred in q.expanded() for c in conds(pred) if c.attr is not None}
+
+
+class _Shared:
+    """The union of the selected runs' call paths: frames (one row per id, pre-order), forest, membership."""
+
+    def __init__(self, con, files: list[str], n_runs: int, attrs: set):
+        variants = sqlfiles.relation(con, "lake_query_callpaths", files=files).to_arrow_table()
+        ids = variants.column("node_id").to_numpy()
+        first = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, np.int64)
+        if len(first) < len(ids):
+            varying = _varying(variants, ids, first)
+            if varying & (set(ORDER_ATTRS) | attrs):
+                raise Unsupported(f"call paths whose {sorted(varying)} differ between runs")
+        self.nodes = variants.take(pa.array(first))
+        self.frame = F.StructureFrame(self.nodes)
+        graph_nodes = list(self.frame.graph)
+        self.ids = self.frame.node_ids  # pre-order
+        self.n, self.n_runs = len(self.ids), n_runs
+        self.parent = np.fromiter((p[0]._hatchet_nid if (p := x.parents) else -1 for x in graph_nodes), np.int64,
+                                  self.n)
+        self.forest = F.Forest(self.parent)
+        self._sorter = np.argsort(self.ids)
+        m = sqlfiles.relation(con, "lake_query_members", files=files).to_arrow_table()
+        self.present = np.zeros((self.n, n_runs), bool)
+        self.present[self.rows_of(m.column("node_id").to_numpy()), m.column("run").to_numpy()] = True
+        child = self.parent >= 0
+        if (self.present[child] & ~self.present[self.parent[child]]).any():
+            raise Unsupported("a run holds a call path without its parent")
+        self.packed = F.pack(self.present)
+        self._groups: dict = {}
+
+    def rows_of(self, node_ids: np.ndarray) -> np.ndarray:
+        """Pre-order rows of call-path ids (all of them among the union's)."""
+        return self._sorter[np.searchsorted(self.ids, node_ids, sorter=self._sorter)]
+
+    def groups(self, attrs: tuple) -> list[tuple[np.ndarray, NodeTable]]:
+        """The runs split by which of ``attrs`` (frame attributes) they hold missing and present values of, each
+        group with the predicate inputs (a NodeTable) of the union of its call paths."""
+        if attrs not in self._groups:
+            key = np.zeros(self.n_runs, np.int64)
+            for a in attrs:
+                missing = np.array([v is None for v in self.nodes.column(a).to_pylist()])[self._pre_to_table]
+                n_missing = missing.astype(np.int64) @ self.present
+                key = key * 4 + (n_missing > 0) * 2 + (n_missing < self.present.sum(0))
+            out = []
+            for k in np.unique(key):
+                runs = key == k
+                union = self.present[:, runs].any(axis=1)
+                frame = self.frame if union.all() else F.StructureFrame(self.nodes.filter(pa.array(union[self._table_to_pre])))
+                out.append((runs, NodeTable(frame, graph_tables(frame.graph), "off")))
+            self._groups[attrs] = out
+        return self._groups[attrs]
+
+    @property
+    def _pre_to_table(self) -> np.ndarray:
+        """For each pre-order row, its row in ``self.nodes`` (sorted by id)."""
+        return np.searchsorted(self.nodes.column("node_id").to_numpy(), self.ids)
+
+    @property
+    def _table_to_pre(self) -> np.ndarray:
+        """For each row of ``self.nodes``, its pre-order row."""
+        return self.rows_of(self.nodes.column("node_id").to_numpy())
+
+
+def _varying(variants: pa.Table, ids: np.ndarray, first: np.ndarray) -> set:
+    """The columns that differ between two rows of the same call-path id."""
+    dup = np.isin(ids, ids[np.flatnonzero(ids[1:] == ids[:-1])])
+    df = variants.filter(pa.array(dup)).to_pandas()
+    out = set()
+    for col in variants.column_names[1:]:
+        if (df.groupby("node_id")[col].nunique(dropna=False) > 1).any():
+            out.add(col)
+    return out
+
+
+class _Evaluator:
+    """Element predicates -> packed (call path, run) bits, and the query's answer for every run."""
+
+    def __init__(self, shared: _Shared, metrics: list[frozenset], mode: str, con, metric_files, run_ids):
+        self.s, self.metrics, self.mode, self.con = shared, metrics, mode, con
+        self.metric_files, self.run_ids = metric_files, run_ids
+        self._means: dict = {}
+        self._locations = None
+        self._leaves = None
+
+    # -- queries ------------------------------------------------------------------------------------------
+    def ids(self, query) -> np.ndarray:
+        if isinstance(query, CompoundQuery):
+            subs = [self.ids(q) for q in query.subqueries]
+            if isinstance(query, NegationQuery):
+                return self.s.packed & ~subs[0]
+            out = subs[0]
+            for sub in subs[1:]:
+                out = (out & sub) if isinstance(query, ConjunctionQuery) else (
+                    out | sub) if isinstance(query, DisjunctionQuery) else (out ^ sub)
+            return out
+        elements = query.expanded()
+        if not elements:
+            raise QueryError("an empty query matches nothing: give at least one element")
+        mode = query.multi_index_mode or self.mode
+        masks: dict[int, np.ndarray] = {}
+        for _, pred in elements:
+            if id(pred) not in masks:
+                masks[id(pred)] = self.element(pred, mode, query.source)
+        return F.match(self.s.forest, [masks[id(p)] for _, p in elements], [w for w, _ in elements])
+
+    def element(self, pred, mode: str, source) -> np.ndarray:
+        """Packed bits: the call paths of each run that satisfy ``pred`` (nothing in a run lacking an attribute
+        it names, as perflake.query.predicates.evaluate)."""
+        has = np.ones(self.s.n_runs, bool)
+        for c in conds(pred):
+            if c.attr is not None:
+                has &= self.has(c.attr)
+        if not has.any():
+            return np.zeros_like(self.s.packed)
+        return self.tree(pred, mode, source, has) & self.s.packed & F.run_row(has)
+
+    def has(self, attr: str) -> np.ndarray:
+        if attr in RESERVED and attr != "type":
+            return np.ones(self.s.n_runs, bool)
+        if attr == "type":  # a frame attribute of the run's graph when one of its call paths has a type
+            missing = np.array([v is None for v in self.s.nodes.column("type").to_pylist()])[self.s._pre_to_table]
+            return (~missing).astype(np.int64) @ self.s.present > 0
+        return np.array([attr in m for m in self.metrics])
+
+    def tree(self, pred, mode, source, active) -> np.ndarray:
+        if isinstance(pred, Cond):
+            return self.leaf(pred, mode, source, active)
+        if isinstance(pred, Not):
+            return ~self.tree(pred.arg, mode, source, active)
+        if isinstance(pred, And):
+            out = np.full_like(self.s.packed, 0xFF)
+            for a in pred.args:
+                out &= self.tree(a, mode, source, active)
+            return out
+        if isinstance(pred, Or):
+            out = np.zeros_like(self.s.packed)
+            for a in pred.args:
+                out |= self.tree(a, mode, source, active)
+            return out
+        raise QueryError(f"not a predicate: {pred!r}")
+
+    # -- conditions ---------------------------------------------------------------------------------------
+    def leaf(self, cond: Cond, mode: str, source, active: np.ndarray) -> np.ndarray:
+        if cond.attr is None and cond.op in ("is_leaf", "is_not_leaf"):
+            leaves = self.leaves()
+            return leaves if cond.op == "is_leaf" else ~leaves
+        if cond.attr in PER_RUN:
+            cells = np.nonzero(self.s.present)
+            values = (self.leaves_dense()[cells] if cond.attr == "is_leaf"
+                      else F.positions(self.s.present)[cells])
+            return self._cells(cells, _test(cond, pd.Series(values), source))
+        if cond.attr is None or cond.attr in PER_CALL_PATH:
+            return self.per_call_path(cond, source, active)
+        from perflake.analytics.lake_values import metric_leaf
+
+        return metric_leaf(self, cond, mode, source, active)
+
+    def per_call_path(self, cond: Cond, source, active) -> np.ndarray:
+        attrs = tuple(sorted(a for a in (cond.attr,) if a in FRAME_ATTRS))
+        out = np.zeros_like(self.s.packed)
+        for runs, table in self.s.groups(attrs):
+            if not (runs & active).any():
+                continue  # no run of this group reads the condition (a run by itself would not test it)
+            hit = _leaf(cond, table, source)
+            rows = self.s.rows_of(table.tables.node_ids)
+            out[rows[hit]] |= F.run_row(runs)
+        return out
+
+    def leaves(self) -> np.ndarray:
+        if self._leaves is None:
+            self._leaves = self.s.forest.leaves(self.s.packed)
+        return self._leaves
+
+    def leaves_dense(self) -> np.ndarray:
+        return F.unpack(self.leaves(), self.s.n_runs)
+
+    def _cells(self, cells, hits: np.ndarray) -> np.ndarray:
+        """Packed bits from booleans at (row, run) cells."""
+        dense = np.zeros((self.s.n, self.s.n_runs), bool)
+        dense[cells[0][hits], cells[1][hits]] = True
+        return F.pack(dense)
+
+
+def _answer(shared: _Shared, found: np.ndarray, run_ids: list[str]) -> pd.DataFrame:
+    """The rows of the answer, runs in order, each run's nodes in pre-order (as ``lake_query.query`` made them
+    from each run's matched Nodes)."""
+    columns = ["run_id", "node_id", "depth", "name", "path"]
+    runs, rows = np.nonzero(found.T)
+    if not len(runs):
+        return pd.DataFrame([], columns=columns)
+    nodes = list(shared.frame.graph)
+    names = [n.frame.get("name") for n in nodes]
+    paths, texts = [None] * shared.n, [str(x) for x in names]
+    for i in range(shared.n):  # pre-order: a parent's path is built before its children's
+        p = shared.parent[i]
+        paths[i] = (paths[p] if p >= 0 else ()) + (texts[i],)
+    run_col = np.array(run_ids, dtype=object)[runs]
+    return pd.DataFrame({"run_id": run_col.tolist(), "node_id": shared.ids[rows].tolist(),
+                         "depth": [nodes[i].depth for i in rows.tolist()], "name": [names[i] for i in rows.tolist()],
+                         "path": [list(paths[i]) for i in rows.tolist()]}, columns=columns)

@@ -1,0 +1,141 @@
+"""The query automaton over many runs at once: one forest of call paths, one bit per (call path, run).
+
+Call-path ids are shared by the runs of a lake: the same id has the same parent, depth and frame in every run,
+and a run's graph is the part of the union forest its call paths cover.  So a query over N runs need not be
+applied N times: every ``(call path, run)`` answer is one bit of a matrix with one row per call path (graph
+pre-order of the union) and one column per run, packed 8 runs to a byte (``pack``/``unpack``).
+
+:func:`match` runs the automaton of :func:`perflake.query.matching.compile_automaton` (the same transitions,
+guards and accepting states as ``sql/query_match.sql``) over these matrices: forward from the roots one depth
+level at a time, then backward from the deepest level, each step a vectorised AND/OR of whole rows.  For every
+run it returns exactly the nodes that ``sql/query_match.sql`` returns on that run's own graph, provided each
+run's graph is the sub-forest of the union spanned by its call paths (every call path's parent is in the run
+too; perflake's ingest guarantees it, the lake query checks it).
+
+:func:`structure_frame` builds the predicate inputs of the union forest exactly as
+``GraphFrame.from_tables`` builds a run's frame columns, so that conditions on frame attributes (name, file,
+line...) are tested once per call path by the engine's own code (perflake.query.predicates).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from perflake.frame.graph import Graph
+from perflake.query.matching import START, compile_automaton
+
+FRAME_COLUMNS = ("name", "file", "module", "line", "end_line")  # what GraphFrame.from_tables makes columns
+
+
+def pack(bits: np.ndarray) -> np.ndarray:
+    """(rows, runs) booleans -> (rows, ceil(runs / 8)) uint8, run r in bit r % 8 of byte r // 8."""
+    return np.packbits(np.asarray(bits, bool), axis=-1, bitorder="little")
+
+
+def unpack(packed: np.ndarray, n_runs: int) -> np.ndarray:
+    """The inverse of :func:`pack`: (rows, n_runs) booleans."""
+    return np.unpackbits(packed, axis=-1, count=n_runs, bitorder="little").astype(bool)
+
+
+def run_row(runs: np.ndarray) -> np.ndarray:
+    """A packed row from a boolean per run (to AND with every row of a matrix)."""
+    return pack(np.asarray(runs, bool)[None, :])[0]
+
+
+class Forest:
+    """The union forest: ``parent[i]`` is the row of row i's parent (-1: a root); rows in pre-order."""
+
+    def __init__(self, parent: np.ndarray):
+        self.parent = np.asarray(parent, np.int64)
+        n = len(self.parent)
+        self.n = n
+        level = np.where(self.parent < 0, 0, -1)
+        while (todo := level < 0).any():  # one pass per depth level: parents come first in pre-order anyway
+            ready = todo & (level[np.maximum(self.parent, 0)] >= 0)
+            if not ready.any():
+                raise ValueError("the parent array has a cycle")
+            level[ready] = level[self.parent[ready]] + 1
+        self.levels = [np.flatnonzero(level == d) for d in range(int(level.max()) + 1 if n else 0)]
+        # per level > 0: its rows sorted by parent, and where each parent's run of children starts
+        self.groups = [None]
+        for rows in self.levels[1:]:
+            rows = rows[np.argsort(self.parent[rows], kind="stable")]
+            parents = self.parent[rows]
+            starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]])
+            self.groups.append((rows, parents[starts], starts))
+
+    def children_or(self, packed: np.ndarray) -> np.ndarray:
+        """Per row, the OR of its children's rows of ``packed`` (zero for a leaf of the union)."""
+        out = np.zeros_like(packed)
+        for rows, parents, starts in self.groups[1:]:
+            out[parents] = np.bitwise_or.reduceat(packed[rows], starts, axis=0)
+        return out
+
+    def leaves(self, present: np.ndarray) -> np.ndarray:
+        """Packed: call path i is a leaf of run r's graph (present, and none of its children present)."""
+        return present & ~self.children_or(present)
+
+
+def positions(present: np.ndarray) -> np.ndarray:
+    """(rows, runs) booleans -> each present (row, run)'s position in the run's pre-order (-1 when absent)."""
+    pos = np.cumsum(present, axis=0, dtype=np.int64) - 1
+    pos[~present] = -1
+    return pos
+
+
+def match(forest: Forest, masks: list[np.ndarray], wildcards: list[str]) -> np.ndarray:
+    """Packed (row, run) bits of the nodes on a matching path, per run.  ``masks[i]`` (packed, one per expanded
+    element): the call paths of each run that satisfy element i (zero where a run lacks the call path);
+    ``wildcards[i]``: its quantifier, "." or "*"."""
+    auto = compile_automaton(wildcards)
+    k, shape = len(wildcards), masks[0].shape
+    allowed = []
+    for src, dst, elem, guard in zip(auto["t_src"], auto["t_dst"], auto["t_elem"], auto["t_guard"]):
+        a = masks[elem] if guard < 0 else masks[elem] & ~masks[guard]
+        allowed.append((src, dst, a))
+    fwd = [np.zeros(shape, np.uint8) for _ in range(k)]
+    for d, rows in enumerate(forest.levels):
+        par = forest.parent[rows]
+        for src, dst, a in allowed:
+            if src == START:
+                fwd[dst][rows] |= a[rows]
+            elif d > 0:
+                fwd[dst][rows] |= a[rows] & fwd[src][par]
+    accepting = set(auto["accepting"])
+    back = [fwd[s] if s in accepting else np.zeros(shape, np.uint8) for s in range(k)]
+    for d in range(len(forest.levels) - 1, 0, -1):  # children at level d pass acceptance up to their parents
+        rows, parents, starts = forest.groups[d]
+        for src, dst, a in allowed:
+            if src == START:
+                continue
+            hit = a[rows] & back[dst][rows]
+            if hit.any():
+                back[src][parents] |= np.bitwise_or.reduceat(hit, starts, axis=0) & fwd[src][parents]
+    out = np.zeros(shape, np.uint8)
+    for b in back:
+        out |= b
+    return out
+
+
+class StructureFrame:
+    """What the predicate code (perflake.query.predicates.NodeTable) reads of a GraphFrame, for the union of
+    the runs' call paths: the graph and a frame with one row per node and the frame columns, built as
+    ``GraphFrame.from_tables`` builds a run's (tests/test_lake_query_runs.py checks they are equal)."""
+
+    def __init__(self, nodes: pa.Table):
+        self.graph = Graph.from_nodes_table(nodes)
+        order = np.empty(len(self.graph), dtype=object)
+        order[:] = list(self.graph)
+        pre_ids = np.fromiter((n.node_id for n in order), np.uint64, len(order))
+        sorter = np.argsort(pre_ids)
+        node_pos = sorter[np.searchsorted(pre_ids, nodes.column("node_id").to_numpy(), sorter=sorter)]
+        columns = {}
+        for c in FRAME_COLUMNS:
+            if c == "name" or c in nodes.column_names:
+                per_node = np.empty(len(order), dtype=object)
+                per_node[node_pos] = nodes.column(c).to_pylist()
+                columns[c] = per_node
+        self.dataframe = pd.DataFrame(columns, index=pd.Index(order, name="node", dtype=object))
+        self.node_ids = pre_ids
