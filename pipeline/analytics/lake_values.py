@@ -63,7 +63,7 @@ def _rowwise(ev, cond, mode, source, runs, measured, nan_hit) -> np.ndarray:
     seen = np.zeros((s.n, s.n_runs), bool)  # any: a row hits; all: a row misses
     with _runs(ev, runs):
         reader = sqlfiles.relation(ev.con, "lake_query_rows", files=ev.metric_files, metric=cond.attr
-                                   ).fetch_record_batch(ROWS_PER_BATCH)
+                                   ).to_arrow_reader(ROWS_PER_BATCH)
         for batch in reader:
             run = batch.column(0).to_numpy()
             rows = s.rows_of(batch.column(1).to_numpy())
