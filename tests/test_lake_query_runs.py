@@ -64,10 +64,11 @@ def make_lake(root: Path, specs: list[dict], monkeypatch) -> Lake:
     return lake
 
 
-FRAMES = [  # (name, type, file, line, module): same names in different files make siblings of equal sort key
-    ("a", "function", None, None, None), ("b", "function", None, None, None), ("c", "function", "x.c", 3, None),
-    ("c", "function", "y.c", 1, None), ("MPI_Send", "function", None, None, "libmpi"), ("d", "loop", "x.c", 7, None),
-    ("a", None, None, None, None), ("e", "function", "", 2, "m"),
+FRAMES = [  # (name, type, file, line, module, end_line): same names in other files make siblings of equal sort key
+    ("a", "function", None, None, None, None), ("b", "function", None, None, None, None),
+    ("c", "function", "x.c", 3, None, 9), ("c", "function", "y.c", 1, None, None),
+    ("MPI_Send", "function", None, None, "libmpi", None), ("d", "loop", "x.c", 7, None, 8),
+    ("a", None, None, None, None, None), ("e", "function", "", 2, "m", 4),
 ]
 
 
@@ -91,9 +92,9 @@ def lakes(draw):
         no_line = draw(st.integers(0, 3)) == 0  # a run whose call paths carry no line at all
         nodes = []
         for i in sorted(keep):
-            name, typ, file, line, module = FRAMES[base[i][2]]
+            name, typ, file, line, module, end = FRAMES[base[i][2]]
             nodes.append((i, base[i][1], {"name": name, "type": typ, "file": file, "line": None if no_line else line,
-                                          "end_line": None, "module": module}))
+                                          "end_line": end, "module": module}))
         values = []
         for i in sorted(keep):
             for r in range(ranks):
@@ -119,6 +120,7 @@ CONDITIONS = [
     ('v."module" IS NOT NONE', None),
     ('v."line" < 3', {"line": "< 3"}),
     ('v."depth" >= 1', {"depth": ">= 1"}),
+    ('v."end_line" >= 8', {"end_line": ">= 8"}),
     ('v IS LEAF', {"depth": -1}),
     ('NOT v IS LEAF', None),
     ('v."_hatchet_nid" < 3', {"_hatchet_nid": "< 3"}),
@@ -161,17 +163,17 @@ def outcome(fn):
     try:
         return "ok", fn()
     except Exception as exc:  # both ways must fail alike
-        return "error", type(exc).__name__
+        return "error", f"{type(exc).__name__}: {exc}"
 
 
-def same_answer(lake, q, mode):
+def same_answer(lake, q, mode, *, together: bool = True):
     try:  # these lakes and queries never need the run-by-run way
         kind = "empty" if lake_match.match_runs(lake, q, list(lake.runs()["run_id"]), mode).empty else "rows"
     except lake_match.Unsupported:
         kind = "unsupported"
     except Exception as exc:  # noqa: BLE001 - compared below
         kind = type(exc).__name__
-    assert kind != "unsupported"
+    assert (kind != "unsupported") == together
     new = outcome(lambda: lake_query.query(lake, q, multi_index_mode=mode))
     old = outcome(lambda: lake_query.query(lake, q, multi_index_mode=mode, per_run=True))
     assert new[0] == old[0], (new, old)
@@ -242,6 +244,26 @@ def test_unsupported_queries_go_run_by_run(tmp_path, monkeypatch):
     with pytest.raises(lake_match.Unsupported):
         lake_match.match_runs(lake, q, list(lake.runs()["run_id"]), "off")
     assert lake.query(q)["name"].tolist() == ["f"]
+
+
+def test_a_frame_attribute_differing_between_runs_goes_run_by_run(tmp_path, monkeypatch):
+    # file NULL in one run, '' in the other: the same call-path id (identity writes NULL as ''), different frames
+    def one(file):
+        return {"nodes": [(0, -1, {"name": "main", "type": "function", "file": None, "line": None, "end_line": None,
+                                   "module": None}),
+                          (1, 0, {"name": "f", "type": "function", "file": file, "line": None, "end_line": None,
+                                  "module": None})],
+                "values": [[0, 0, 0, 1.0], [1, 0, 0, 2.0]], "metrics": [["time", "exclusive", "s", None]]}
+
+    lake = make_lake(tmp_path, [one(None), one("")], monkeypatch)
+    assert lake.sql("select count(distinct node_id) as n from nodes")["n"][0] == 2
+    runs = list(lake.runs()["run_id"])
+    q = 'MATCH (".", p) WHERE p."file" IS NONE'
+    with pytest.raises(lake_match.Unsupported, match="file"):
+        lake_match.match_runs(lake, q, runs, "off")
+    assert lake.query(q)["name"].tolist() == ["main", "main", "f"]  # f only where its file is NULL
+    same_answer(lake, q, "off", together=False)
+    assert len(lake_match.match_runs(lake, [{"name": "f"}], runs, "off")) == 2  # file not read: answered together
 
 
 def test_structure_frame_is_what_from_tables_builds(tmp_path, monkeypatch):

@@ -73,7 +73,7 @@ def match_runs(lake, query, run_ids: list[str], multi_index_mode: str) -> pd.Dat
         batches = [rows[r]["batch"] for r in run_ids]
         shared = _Shared(con, cat.files("nodes", batches), len(run_ids), _attrs(q))
         ev = _Evaluator(shared, metrics, multi_index_mode, con, cat.files("metrics", batches), run_ids)
-        found = F.unpack(ev.ids(q), len(run_ids))
+        found = ev.answer(q)
     finally:
         con.close()
     return _answer(shared, found, run_ids)
@@ -108,37 +108,49 @@ def _attrs(q) -> set:
 
 
 class _Shared:
-    """The union of the selected runs' call paths: frames (one row per id, pre-order), forest, membership."""
+    """The union of the selected runs' call paths: frames (one row per id, pre-order), forest, and which run holds
+    which call path (``m_row``, ``m_run``: one entry per (run, call path); ``packed``: the same as bits)."""
 
     def __init__(self, con, files: list[str], n_runs: int, attrs: set):
         variants = sqlfiles.relation(con, "lake_query_callpaths", files=files).to_arrow_table()
         ids = variants.column("node_id").to_numpy()
         first = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, np.int64)
         if len(first) < len(ids):
-            varying = _varying(variants, ids, first)
+            varying = _varying(variants, ids)
             if varying & (set(ORDER_ATTRS) | attrs):
                 raise Unsupported(f"call paths whose {sorted(varying)} differ between runs")
-        self.nodes = variants.take(pa.array(first))
+        self.nodes = variants.take(pa.array(first))  # sorted by id
         self.frame = F.StructureFrame(self.nodes)
-        graph_nodes = list(self.frame.graph)
         self.ids = self.frame.node_ids  # pre-order
         self.n, self.n_runs = len(self.ids), n_runs
-        self.parent = np.fromiter((p[0]._hatchet_nid if (p := x.parents) else -1 for x in graph_nodes), np.int64,
-                                  self.n)
+        self.parent = np.fromiter((p[0]._hatchet_nid if (p := x.parents) else -1 for x in self.frame.graph),
+                                  np.int64, self.n)
         self.forest = F.Forest(self.parent)
         self._sorter = np.argsort(self.ids)
+        self.table_row = self.rows_of(self.nodes.column("node_id").to_numpy())  # row of self.nodes -> pre-order
         m = sqlfiles.relation(con, "lake_query_members", files=files).to_arrow_table()
-        self.present = np.zeros((self.n, n_runs), bool)
-        self.present[self.rows_of(m.column("node_id").to_numpy()), m.column("run").to_numpy()] = True
-        child = self.parent >= 0
-        if (self.present[child] & ~self.present[self.parent[child]]).any():
+        self.m_row = self.rows_of(m.column("node_id").to_numpy())
+        self.m_run = m.column("run").to_numpy().astype(np.int64)
+        self.packed = F.pack_cells(self.m_row, self.m_run, self.n, n_runs)
+        up = self.parent[self.m_row]
+        if not F.bits_at(self.packed, up[up >= 0], self.m_run[up >= 0]).all():
             raise Unsupported("a run holds a call path without its parent")
-        self.packed = F.pack(self.present)
+        self.n_cells = np.bincount(self.m_run, minlength=n_runs)
         self._groups: dict = {}
 
     def rows_of(self, node_ids: np.ndarray) -> np.ndarray:
         """Pre-order rows of call-path ids (all of them among the union's)."""
         return self._sorter[np.searchsorted(self.ids, node_ids, sorter=self._sorter)]
+
+    def missing(self, attr: str) -> np.ndarray:
+        """Per pre-order row: the call path's ``attr`` is NULL."""
+        out = np.zeros(self.n, bool)
+        out[self.table_row] = self.nodes.column(attr).is_null().to_numpy(zero_copy_only=False)
+        return out
+
+    def runs_holding(self, per_row: np.ndarray) -> np.ndarray:
+        """Per run: how many of its call paths have ``per_row`` true."""
+        return np.bincount(self.m_run, weights=per_row[self.m_row], minlength=self.n_runs)
 
     def groups(self, attrs: tuple) -> list[tuple[np.ndarray, NodeTable]]:
         """The runs split by which of ``attrs`` (frame attributes) they hold missing and present values of, each
@@ -146,30 +158,20 @@ class _Shared:
         if attrs not in self._groups:
             key = np.zeros(self.n_runs, np.int64)
             for a in attrs:
-                missing = np.array([v is None for v in self.nodes.column(a).to_pylist()])[self._pre_to_table]
-                n_missing = missing.astype(np.int64) @ self.present
-                key = key * 4 + (n_missing > 0) * 2 + (n_missing < self.present.sum(0))
+                n_missing = self.runs_holding(self.missing(a))
+                key = key * 4 + (n_missing > 0) * 2 + (n_missing < self.n_cells)
             out = []
             for k in np.unique(key):
                 runs = key == k
-                union = self.present[:, runs].any(axis=1)
-                frame = self.frame if union.all() else F.StructureFrame(self.nodes.filter(pa.array(union[self._table_to_pre])))
+                union = np.zeros(self.n, bool)
+                union[self.m_row[runs[self.m_run]]] = True
+                frame = self.frame if union.all() else F.StructureFrame(self.nodes.filter(pa.array(union[self.table_row])))
                 out.append((runs, NodeTable(frame, graph_tables(frame.graph), "off")))
             self._groups[attrs] = out
         return self._groups[attrs]
 
-    @property
-    def _pre_to_table(self) -> np.ndarray:
-        """For each pre-order row, its row in ``self.nodes`` (sorted by id)."""
-        return np.searchsorted(self.nodes.column("node_id").to_numpy(), self.ids)
 
-    @property
-    def _table_to_pre(self) -> np.ndarray:
-        """For each row of ``self.nodes``, its pre-order row."""
-        return self.rows_of(self.nodes.column("node_id").to_numpy())
-
-
-def _varying(variants: pa.Table, ids: np.ndarray, first: np.ndarray) -> set:
+def _varying(variants: pa.Table, ids: np.ndarray) -> set:
     """The columns that differ between two rows of the same call-path id."""
     dup = np.isin(ids, ids[np.flatnonzero(ids[1:] == ids[:-1])])
     df = variants.filter(pa.array(dup)).to_pandas()
@@ -189,6 +191,27 @@ class _Evaluator:
         self._means: dict = {}
         self._locations = None
         self._leaves = None
+        self.errors: list[tuple[np.ndarray, Exception]] = []  # (runs, error) in the order a run meets them
+
+    def answer(self, query) -> np.ndarray:
+        """Packed bits of the nodes ``query`` returns in each run; an error some runs raise is raised as the
+        first run (in order) that fails would raise it when applied run by run: a condition that fails on
+        some runs only (a numeric test on a column that is all-NULL in one run and not in another) still
+        fails with the same error as before."""
+        found = self.ids(query)
+        if self.errors:
+            first = min(int(np.flatnonzero(runs)[0]) for runs, _ in self.errors)
+            raise next(exc for runs, exc in self.errors if runs[first])
+        return found
+
+    def guarded(self, runs: np.ndarray, fn):
+        """``fn()``, or None after noting its error for the runs ``runs`` (answer() raises it)."""
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - raised by answer(), in the order the runs meet it
+            if runs.any():
+                self.errors.append((runs.copy(), exc))
+            return None
 
     # -- queries ------------------------------------------------------------------------------------------
     def ids(self, query) -> np.ndarray:
@@ -203,7 +226,9 @@ class _Evaluator:
             return out
         elements = query.expanded()
         if not elements:
-            raise QueryError("an empty query matches nothing: give at least one element")
+            self.errors.append((np.ones(self.s.n_runs, bool),
+                                QueryError("an empty query matches nothing: give at least one element")))
+            return np.zeros_like(self.s.packed)
         mode = query.multi_index_mode or self.mode
         masks: dict[int, np.ndarray] = {}
         for _, pred in elements:
@@ -226,8 +251,7 @@ class _Evaluator:
         if attr in RESERVED and attr != "type":
             return np.ones(self.s.n_runs, bool)
         if attr == "type":  # a frame attribute of the run's graph when one of its call paths has a type
-            missing = np.array([v is None for v in self.s.nodes.column("type").to_pylist()])[self.s._pre_to_table]
-            return (~missing).astype(np.int64) @ self.s.present > 0
+            return self.s.runs_holding(~self.s.missing("type")) > 0
         return np.array([attr in m for m in self.metrics])
 
     def tree(self, pred, mode, source, active) -> np.ndarray:
@@ -245,7 +269,8 @@ class _Evaluator:
             for a in pred.args:
                 out |= self.tree(a, mode, source, active)
             return out
-        raise QueryError(f"not a predicate: {pred!r}")
+        self.errors.append((active.copy(), QueryError(f"not a predicate: {pred!r}")))
+        return np.zeros_like(self.s.packed)
 
     # -- conditions ---------------------------------------------------------------------------------------
     def leaf(self, cond: Cond, mode: str, source, active: np.ndarray) -> np.ndarray:
@@ -253,15 +278,18 @@ class _Evaluator:
             leaves = self.leaves()
             return leaves if cond.op == "is_leaf" else ~leaves
         if cond.attr in PER_RUN:
-            cells = np.nonzero(self.s.present)
-            values = (self.leaves_dense()[cells] if cond.attr == "is_leaf"
-                      else F.positions(self.s.present)[cells])
-            return self._cells(cells, _test(cond, pd.Series(values), source))
+            rows, runs = self.s.m_row, self.s.m_run
+            values = (F.bits_at(self.leaves(), rows, runs) if cond.attr == "is_leaf" else F.positions(rows, runs))
+            hit = self.guarded(active, lambda: _test(cond, pd.Series(values), source))
+            if hit is None:
+                return np.zeros_like(self.s.packed)
+            return F.pack_cells(rows[hit], runs[hit], self.s.n, self.s.n_runs)
         if cond.attr is None or cond.attr in PER_CALL_PATH:
             return self.per_call_path(cond, source, active)
         from perflake.analytics.lake_values import metric_leaf
 
-        return metric_leaf(self, cond, mode, source, active)
+        out = self.guarded(active, lambda: metric_leaf(self, cond, mode, source, active))
+        return np.zeros_like(self.s.packed) if out is None else out
 
     def per_call_path(self, cond: Cond, source, active) -> np.ndarray:
         attrs = tuple(sorted(a for a in (cond.attr,) if a in FRAME_ATTRS))
@@ -269,7 +297,9 @@ class _Evaluator:
         for runs, table in self.s.groups(attrs):
             if not (runs & active).any():
                 continue  # no run of this group reads the condition (a run by itself would not test it)
-            hit = _leaf(cond, table, source)
+            hit = self.guarded(runs & active, lambda: _leaf(cond, table, source))
+            if hit is None:
+                continue
             rows = self.s.rows_of(table.tables.node_ids)
             out[rows[hit]] |= F.run_row(runs)
         return out
@@ -279,21 +309,13 @@ class _Evaluator:
             self._leaves = self.s.forest.leaves(self.s.packed)
         return self._leaves
 
-    def leaves_dense(self) -> np.ndarray:
-        return F.unpack(self.leaves(), self.s.n_runs)
-
-    def _cells(self, cells, hits: np.ndarray) -> np.ndarray:
-        """Packed bits from booleans at (row, run) cells."""
-        dense = np.zeros((self.s.n, self.s.n_runs), bool)
-        dense[cells[0][hits], cells[1][hits]] = True
-        return F.pack(dense)
 
 
 def _answer(shared: _Shared, found: np.ndarray, run_ids: list[str]) -> pd.DataFrame:
     """The rows of the answer, runs in order, each run's nodes in pre-order (as ``lake_query.query`` made them
     from each run's matched Nodes)."""
     columns = ["run_id", "node_id", "depth", "name", "path"]
-    runs, rows = np.nonzero(found.T)
+    rows, runs = F.cells(found)
     if not len(runs):
         return pd.DataFrame([], columns=columns)
     nodes = list(shared.frame.graph)

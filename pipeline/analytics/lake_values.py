@@ -41,42 +41,43 @@ def metric_leaf(ev, cond: Cond, mode: str, source, active: np.ndarray) -> np.nda
         rowwise = runs & multi
     nan_hit = bool(_test(cond, pd.Series([np.nan], dtype=np.float64), source)[0])
     run, rows, value, count = means(ev, cond.attr)
-    out = np.zeros((s.n, s.n_runs), bool)
-    measured = np.zeros((s.n, s.n_runs), np.int64)
-    measured[rows, run] = count
+    out = np.zeros_like(s.packed)
     by_mean = runs & ~rowwise
     if by_mean.any():
         keep = by_mean[run]
         hits = _test(cond, pd.Series(value[keep], dtype=np.float64), source)
-        out[rows[keep][hits], run[keep][hits]] = True
+        out |= F.pack_cells(rows[keep][hits], run[keep][hits], s.n, s.n_runs)
         if nan_hit:  # a node without rows reads NaN
-            out |= s.present & (measured == 0) & by_mean[None, :]
+            measured = F.pack_cells(rows, run, s.n, s.n_runs)
+            out |= s.packed & ~measured & F.run_row(by_mean)
     if rowwise.any():
-        out |= _rowwise(ev, cond, mode, source, rowwise, measured, nan_hit)
-    return F.pack(out)
+        out |= _rowwise(ev, cond, mode, source, rowwise, (run, rows, count), nan_hit)
+    return out
 
 
-def _rowwise(ev, cond, mode, source, runs, measured, nan_hit) -> np.ndarray:
-    """(call path, run) booleans for the runs ``runs`` with "any"/"all": the condition on every row."""
+def _rowwise(ev, cond, mode, source, runs, counted, nan_hit) -> np.ndarray:
+    """Packed bits for the runs ``runs`` with "any"/"all": the condition on every row, then per node."""
     s = ev.s
     _, n_locs = locations(ev)
-    seen = np.zeros((s.n, s.n_runs), bool)  # any: a row hits; all: a row misses
+    seen = np.zeros_like(s.packed)  # any: a row hits; all: a row misses
     with _runs(ev, runs):
         reader = sqlfiles.relation(ev.con, "lake_query_rows", files=ev.metric_files, metric=cond.attr
                                    ).to_arrow_reader(ROWS_PER_BATCH)
         for batch in reader:
-            run = batch.column(0).to_numpy()
+            run = batch.column(0).to_numpy().astype(np.int64)
             rows = s.rows_of(batch.column(1).to_numpy())
             value = batch.column(2).to_numpy(zero_copy_only=False)
             hits = _test(cond, pd.Series(value, dtype=np.float64), source)
             pick = hits if mode == "any" else ~hits
-            seen[rows[pick], run[pick]] = True
-    nan_rows = (n_locs[None, :] - measured) > 0  # locations where the node has no row: NaN rows
+            seen |= F.pack_cells(rows[pick], run[pick], s.n, s.n_runs)
+    run, rows, count = counted
+    full = count == n_locs[run]  # a row at every location: no NaN row
+    nan_rows = s.packed & ~F.pack_cells(rows[full], run[full], s.n, s.n_runs)
     if mode == "any":
-        out = seen | (nan_rows & nan_hit)
+        out = seen | (nan_rows if nan_hit else 0)
     else:
-        out = ~seen & (~nan_rows | nan_hit)
-    return out & s.present & runs[None, :]
+        out = ~seen & (~nan_rows if not nan_hit else np.full_like(seen, 0xFF))
+    return out & s.packed & F.run_row(runs)
 
 
 def means(ev, metric: str):
@@ -85,7 +86,7 @@ def means(ev, metric: str):
         runs = np.array([metric in m for m in ev.metrics])
         with _runs(ev, runs):
             t = sqlfiles.relation(ev.con, "lake_query_means", files=ev.metric_files, metric=metric).to_arrow_table()
-        ev._means[metric] = (t.column("run").to_numpy(), ev.s.rows_of(t.column("node_id").to_numpy()),
+        ev._means[metric] = (t.column("run").to_numpy().astype(np.int64), ev.s.rows_of(t.column("node_id").to_numpy()),
                              t.column("value").to_numpy(zero_copy_only=False).astype(np.float64),
                              t.column("n").to_numpy())
     return ev._means[metric]

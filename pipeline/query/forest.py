@@ -39,6 +39,37 @@ def unpack(packed: np.ndarray, n_runs: int) -> np.ndarray:
     return np.unpackbits(packed, axis=-1, count=n_runs, bitorder="little").astype(bool)
 
 
+DENSE_CELLS = 1 << 26  # up to this many (row, run) cells a boolean matrix is packed; beyond, bits are set in place
+
+
+def pack_cells(rows: np.ndarray, runs: np.ndarray, n_rows: int, n_runs: int) -> np.ndarray:
+    """Packed bits set at the (row, run) cells listed (repetitions allowed), zero elsewhere."""
+    if n_rows * n_runs <= DENSE_CELLS:
+        dense = np.zeros((n_rows, n_runs), bool)
+        dense[rows, runs] = True
+        return pack(dense)
+    out = np.zeros((n_rows, (n_runs + 7) // 8), np.uint8)
+    runs = np.asarray(runs, np.int64)
+    np.bitwise_or.at(out, (rows, runs >> 3), (1 << (runs & 7)).astype(np.uint8))
+    return out
+
+
+def bits_at(packed: np.ndarray, rows: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """The bits of ``packed`` at the (row, run) cells listed, as booleans."""
+    runs = np.asarray(runs, np.int64)
+    return ((packed[rows, runs >> 3] >> (runs & 7).astype(np.uint8)) & 1).astype(bool)
+
+
+def cells(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, runs) of the set bits, sorted by run, then row."""
+    r, b = np.nonzero(packed)
+    bits = np.unpackbits(packed[r, b][:, None], axis=1, bitorder="little").astype(bool)
+    k, bit = np.nonzero(bits)
+    rows, runs = r[k], b[k].astype(np.int64) * 8 + bit
+    order = np.lexsort((rows, runs))
+    return rows[order], runs[order]
+
+
 def run_row(runs: np.ndarray) -> np.ndarray:
     """A packed row from a boolean per run (to AND with every row of a matrix)."""
     return pack(np.asarray(runs, bool)[None, :])[0]
@@ -78,10 +109,13 @@ class Forest:
         return present & ~self.children_or(present)
 
 
-def positions(present: np.ndarray) -> np.ndarray:
-    """(rows, runs) booleans -> each present (row, run)'s position in the run's pre-order (-1 when absent)."""
-    pos = np.cumsum(present, axis=0, dtype=np.int64) - 1
-    pos[~present] = -1
+def positions(rows: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """For (row, run) cells (each once; rows in pre-order), each cell's position in its run's pre-order."""
+    order = np.lexsort((rows, runs))
+    sorted_runs = runs[order]
+    first = np.searchsorted(sorted_runs, sorted_runs, side="left")
+    pos = np.empty(len(rows), np.int64)
+    pos[order] = np.arange(len(rows)) - first
     return pos
 
 
