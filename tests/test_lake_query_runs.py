@@ -279,9 +279,32 @@ def test_structure_frame_is_what_from_tables_builds(tmp_path, monkeypatch):
     gf = lake.graphframe(run)
     want = gf.dataframe[["name", "file", "module", "line", "end_line"]]
     assert [n.node_id for n in frame.dataframe.index] == [n.node_id for n in want.index]
+    assert list(frame.dataframe.columns) == list(want.columns)
     for c in want.columns:
         assert frame.dataframe[c].dtype == want[c].dtype
         assert frame.dataframe[c].tolist() == want[c].tolist()
+    graph_nodes = list(gf.graph)
+    assert frame.tables.frame_attrs == frozenset().union(*(n.frame.attrs for n in graph_nodes))
+    assert [n.frame.attrs for n in frame.tables.nodes] == [n.frame.attrs for n in graph_nodes]
+    assert frame.tables.depth.tolist() == [n.depth for n in graph_nodes]
+    assert frame.parent.tolist() == [n.parents[0]._hatchet_nid if n.parents else -1 for n in graph_nodes]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1, 30), st.sampled_from(["a", "b", None, "é", "B"]),
+                          st.sampled_from(["function", "loop", None])), min_size=1, max_size=30))
+def test_structure_frame_pre_order_is_the_graphs(rows):
+    from perflake.frame.graph import Graph
+
+    n = len(rows)
+    ids = np.arange(100, 100 + n, dtype=np.uint64)
+    table = pa.table({"node_id": pa.array(ids), "parent_id": pa.array(
+        [int(ids[p]) if 0 <= p < i else (None if p == -1 else 999) for i, (p, _, _) in enumerate(rows)], pa.uint64()),
+        "depth": pa.array([0] * n, pa.int32()), "name": [r[1] for r in rows], "type": [r[2] for r in rows]})
+    frame = F.StructureFrame(table)
+    graph = Graph.from_nodes_table(table)
+    assert frame.node_ids.tolist() == [x.node_id for x in graph]
+    assert frame.parent.tolist() == [x.parents[0]._hatchet_nid if x.parents else -1 for x in graph]
 
 
 def test_forest_automaton_on_a_hand_tree():

@@ -36,7 +36,7 @@ from perflake.errors import InvalidMultiIndexMode, QueryError
 from perflake.query import forest as F
 from perflake.query.compound import (CompoundQuery, ConjunctionQuery, DisjunctionQuery,
                                      ExclusiveDisjunctionQuery, NegationQuery)
-from perflake.query.matching import graph_tables, to_query
+from perflake.query.matching import to_query
 from perflake.query.model import MULTI_INDEX_MODES, And, Call, Cond, Not, Or, conds
 from perflake.query.predicates import NodeTable, _leaf, _test
 
@@ -123,8 +123,7 @@ class _Shared:
         self.frame = F.StructureFrame(self.nodes)
         self.ids = self.frame.node_ids  # pre-order
         self.n, self.n_runs = len(self.ids), n_runs
-        self.parent = np.fromiter((p[0]._hatchet_nid if (p := x.parents) else -1 for x in self.frame.graph),
-                                  np.int64, self.n)
+        self.parent = self.frame.parent
         self.forest = F.Forest(self.parent)
         self._sorter = np.argsort(self.ids)
         self.table_row = self.rows_of(self.nodes.column("node_id").to_numpy())  # row of self.nodes -> pre-order
@@ -166,7 +165,7 @@ class _Shared:
                 union = np.zeros(self.n, bool)
                 union[self.m_row[runs[self.m_run]]] = True
                 frame = self.frame if union.all() else F.StructureFrame(self.nodes.filter(pa.array(union[self.table_row])))
-                out.append((runs, NodeTable(frame, graph_tables(frame.graph), "off")))
+                out.append((runs, NodeTable(frame, frame.tables, "off")))
             self._groups[attrs] = out
         return self._groups[attrs]
 
@@ -318,13 +317,12 @@ def _answer(shared: _Shared, found: np.ndarray, run_ids: list[str]) -> pd.DataFr
     rows, runs = F.cells(found)
     if not len(runs):
         return pd.DataFrame([], columns=columns)
-    nodes = list(shared.frame.graph)
-    names = [n.frame.get("name") for n in nodes]
-    paths, texts = [None] * shared.n, [str(x) for x in names]
-    for i in range(shared.n):  # pre-order: a parent's path is built before its children's
-        p = shared.parent[i]
+    names = np.empty(shared.n, dtype=object)
+    names[:] = shared.frame.names
+    paths, texts = [()] * shared.n, [str(x) for x in shared.frame.names]
+    for i, p in enumerate(shared.parent.tolist()):  # pre-order: a parent's path is built before its children's
         paths[i] = (paths[p] if p >= 0 else ()) + (texts[i],)
-    run_col = np.array(run_ids, dtype=object)[runs]
-    return pd.DataFrame({"run_id": run_col.tolist(), "node_id": shared.ids[rows].tolist(),
-                         "depth": [nodes[i].depth for i in rows.tolist()], "name": [names[i] for i in rows.tolist()],
-                         "path": [list(paths[i]) for i in rows.tolist()]}, columns=columns)
+    return pd.DataFrame({"run_id": np.array(run_ids, dtype=object)[runs].tolist(),
+                         "node_id": shared.ids[rows].tolist(), "depth": shared.frame.depth[rows].tolist(),
+                         "name": names[rows].tolist(), "path": list(map(list, map(paths.__getitem__, rows.tolist())))},
+                        columns=columns)

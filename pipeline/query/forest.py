@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from perflake.frame.graph import Graph
 from perflake.query.matching import START, compile_automaton
 
 FRAME_COLUMNS = ("name", "file", "module", "line", "end_line")  # what GraphFrame.from_tables makes columns
@@ -153,23 +152,83 @@ def match(forest: Forest, masks: list[np.ndarray], wildcards: list[str]) -> np.n
     return out
 
 
+class _Frame:
+    """A node's frame as the predicate code reads it: ``attrs`` without the missing values (as Frame)."""
+
+    __slots__ = ("attrs",)
+
+    def __init__(self, attrs: dict):
+        self.attrs = attrs
+
+
+class _Node:
+    """A call path of the union: what NodeTable reads of a graph node (its frame and id)."""
+
+    __slots__ = ("frame", "node_id")
+
+    def __init__(self, frame: _Frame, node_id: int):
+        self.frame, self.node_id = frame, node_id
+
+
+def sibling_key(name, type_) -> tuple:
+    """The order of siblings (and roots) in a graph: Frame.tuple_repr of the frame (name, type), compared as
+    tuples: no attribute < a name (then no type < a type) < a type alone."""
+    if name is None:
+        return (0, "", 0, "") if type_ is None else (2, "", 1, str(type_))
+    return (1, str(name), 0, "") if type_ is None else (1, str(name), 1, str(type_))
+
+
 class StructureFrame:
     """What the predicate code (perflake.query.predicates.NodeTable) reads of a GraphFrame, for the union of
-    the runs' call paths: the graph and a frame with one row per node and the frame columns, built as
-    ``GraphFrame.from_tables`` builds a run's (tests/test_lake_query_runs.py checks they are equal)."""
+    the runs' call paths, built without a Graph: ``tables`` (a GraphTables: nodes in pre-order, ids, depth,
+    leaves, edges, frame attributes) and ``dataframe`` (one row per node, the frame columns as
+    ``GraphFrame.from_tables`` makes them; tests/test_lake_query_runs.py checks both against a real frame).
+
+    ``nodes``: the lake's nodes table of the call paths, sorted by id (a run's table order).  The pre-order is
+    the Graph's: roots and siblings sorted by :func:`sibling_key`, ties in table order; ``parent`` gives each
+    pre-order row's parent row (-1: a root, also when its parent is not among ``nodes``)."""
 
     def __init__(self, nodes: pa.Table):
-        self.graph = Graph.from_nodes_table(nodes)
-        order = np.empty(len(self.graph), dtype=object)
-        order[:] = list(self.graph)
-        pre_ids = np.fromiter((n.node_id for n in order), np.uint64, len(order))
-        sorter = np.argsort(pre_ids)
-        node_pos = sorter[np.searchsorted(pre_ids, nodes.column("node_id").to_numpy(), sorter=sorter)]
+        from perflake.query.matching import GraphTables
+
+        n = nodes.num_rows
+        ids = nodes.column("node_id").to_numpy(zero_copy_only=False).astype(np.uint64)
+        parent_ids = nodes.column("parent_id")
+        at = np.minimum(np.searchsorted(ids, parent_ids.fill_null(0).to_numpy().astype(np.uint64)), max(n - 1, 0))
+        has = ~parent_ids.is_null().to_numpy(zero_copy_only=False)
+        up = np.where(has & (ids[at] == parent_ids.fill_null(0).to_numpy().astype(np.uint64)), at, -1) if n else at
+        names = nodes.column("name").to_pylist()
+        types = nodes.column("type").to_pylist() if "type" in nodes.column_names else [None] * n
+        order = sorted(range(n), key=lambda i: (up[i], sibling_key(names[i], types[i]), i))
+        children: dict[int, list[int]] = {}
+        for i in order:
+            children.setdefault(int(up[i]), []).append(i)
+        pre, stack = [], list(reversed(children.get(-1, [])))
+        while stack:
+            i = stack.pop()
+            pre.append(i)
+            stack.extend(reversed(children.get(i, ())))
+        pre = np.array(pre, np.int64)
+        row_of = np.empty(n, np.int64)
+        row_of[pre] = np.arange(n)
+        self.table_rows = pre  # pre-order row -> row of ``nodes``
+        self.node_ids = ids[pre]
+        self.parent = np.where(up[pre] >= 0, row_of[np.maximum(up[pre], 0)], -1)
+        self.depth = nodes.column("depth").to_numpy(zero_copy_only=False).astype(np.int64)[pre]
+        self.names = [names[i] for i in pre.tolist()]
+        attrs = [{k: v for k, v in (("name", names[i]), ("type", types[i])) if v is not None} for i in pre.tolist()]
+        order_nodes = np.empty(n, dtype=object)
+        order_nodes[:] = [_Node(_Frame(a), int(x)) for a, x in zip(attrs, self.node_ids.tolist())]
+        n_children = np.bincount(self.parent[self.parent >= 0], minlength=n)
+        child = np.flatnonzero(self.parent >= 0)
+        edges = pa.table({"parent_id": pa.array(self.node_ids[self.parent[child]], pa.uint64()),
+                          "child_id": pa.array(self.node_ids[child], pa.uint64())})
+        self.tables = GraphTables(list(order_nodes), self.node_ids, self.depth, n_children == 0, edges,
+                                  frozenset().union(*attrs) if n else frozenset())
         columns = {}
         for c in FRAME_COLUMNS:
             if c == "name" or c in nodes.column_names:
-                per_node = np.empty(len(order), dtype=object)
-                per_node[node_pos] = nodes.column(c).to_pylist()
+                per_node = np.empty(n, dtype=object)
+                per_node[:] = nodes.column(c).take(pa.array(pre)).to_pylist()
                 columns[c] = per_node
-        self.dataframe = pd.DataFrame(columns, index=pd.Index(order, name="node", dtype=object))
-        self.node_ids = pre_ids
+        self.dataframe = pd.DataFrame(columns, index=pd.Index(order_nodes, name="node", dtype=object))
