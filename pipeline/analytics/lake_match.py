@@ -164,7 +164,10 @@ class _Shared:
                 runs = key == k
                 union = np.zeros(self.n, bool)
                 union[self.m_row[runs[self.m_run]]] = True
-                frame = self.frame if union.all() else F.StructureFrame(self.nodes.filter(pa.array(union[self.table_row])))
+                if union.all():
+                    frame = self.frame
+                else:
+                    frame = F.StructureFrame(self.nodes.filter(pa.array(union[self.table_row])))
                 out.append((runs, NodeTable(frame, frame.tables, "off")))
             self._groups[attrs] = out
         return self._groups[attrs]
