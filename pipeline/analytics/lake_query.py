@@ -31,20 +31,38 @@ def unknown_attributes(lake, q, run_ids: list[str]) -> list[str]:
     return sorted(wanted - known)
 
 
-def query(lake, q, *, runs=None, where: str | None = None, multi_index_mode: str = "mean", graphframes: bool = False):
+def query(lake, q, *, runs=None, where: str | None = None, multi_index_mode: str = "mean",
+          graphframes: bool = False, per_run: bool = False):
     """Apply ``q`` (any query form) to each selected run.
 
     ``multi_index_mode`` defaults to perflake's "mean" (a condition reads each node's mean over ranks/threads), so
     one query works on single- and multi-rank runs alike; Hatchet's "off" refuses multi-rank runs.
 
     Returns a DataFrame (run_id, node_id, depth, name, path) of matched nodes, or with ``graphframes=True``
-    a dict run_id -> filtered and squashed GraphFrame.
+    a dict run_id -> filtered and squashed GraphFrame.  The runs are answered together
+    (perflake.analytics.lake_match: the call paths once, the metrics in one DuckDB pass) unless the query or
+    the lake needs them one by one (``per_run=True`` forces that; both give the same rows).
     """
+    run_ids = select_runs(lake, runs, where)
+    # the all-runs path reads "off" as each node's mean: that is perflake's "mean"; Hatchet's strict "off"
+    # (an error on multi-rank runs) is answered run by run
+    if not graphframes and not per_run and run_ids and multi_index_mode != "off":
+        from perflake.analytics.lake_match import Unsupported, match_runs
+
+        try:
+            return match_runs(lake, q, run_ids, "off" if multi_index_mode == "mean" else multi_index_mode)
+        except Unsupported:
+            pass
+    return _query_per_run(lake, q, run_ids, multi_index_mode, graphframes)
+
+
+def _query_per_run(lake, q, run_ids: list[str], multi_index_mode: str, graphframes: bool):
+    """The query applied to each run's GraphFrame in turn."""
     from perflake.ops.filter import filter_rows
     from perflake.query import apply
 
     out, frames = [], {}
-    for run_id in select_runs(lake, runs, where):
+    for run_id in run_ids:
         gf = lake.graphframe(run_id)
         nodes = apply(gf, q, multi_index_mode=multi_index_mode)
         if graphframes:

@@ -1,0 +1,38 @@
+-- name: lake_query_means
+-- purpose: per (run, call path), the mean of one metric over the run's rows of that call path (all ranks and
+--          threads), NaN and NULL skipped: what a query condition reads of a node with multi_index_mode "off"
+--          (perflake.query.predicates: pandas' mean per node, with compensated summation as here)
+-- params: $files (metrics Parquet files holding the runs), $metric (metric column name)
+-- input: query_runs(run_id VARCHAR, run INTEGER): the runs to read and their positions
+-- output: run INTEGER, node_id UBIGINT, value DOUBLE (NULL when no row has a number), n BIGINT (rows); one row per
+--         (run, call path) with at least one metrics row
+with picked as (
+    select
+        run_id,
+        node_id,
+        columns(lambda c: c = $metric) as value
+    from read_parquet($files, union_by_name = true)
+    where run_id in (select r.run_id from query_runs as r)
+),
+
+per_node as (
+    select
+        run_id,
+        node_id,
+        favg(value) filter (where not isnan(value)) as value,
+        count(*) as n
+    from picked
+    group by run_id, node_id
+),
+
+final as (
+    select
+        r.run,
+        p.node_id,
+        p.value,
+        p.n
+    from per_node as p
+    inner join query_runs as r on p.run_id = r.run_id
+)
+
+select * from final

@@ -1,0 +1,16 @@
+-- name: lake_query_rows
+-- purpose: every metrics row of one metric for some runs: what a query condition tests row by row with
+--          multi_index_mode "any" or "all" (perflake/analytics/lake_match.py reduces the rows per node)
+-- params: $files (metrics Parquet files holding the runs), $metric (metric column name)
+-- input: query_runs(run_id VARCHAR, run INTEGER): the runs to read and their positions
+-- output: run INTEGER, node_id UBIGINT, value DOUBLE (NULL where not measured); one row per metrics row
+with final as (
+    select
+        r.run,
+        m.node_id,
+        columns(lambda c: c = $metric) as value
+    from read_parquet($files, union_by_name = true) as m
+    inner join query_runs as r on m.run_id = r.run_id
+)
+
+select * from final
