@@ -23,4 +23,5 @@ final as (
     select distinct * from picked
 )
 
-select * from final order by node_id, parent_id, depth, name, type, file, line, end_line, module
+select * from final
+order by node_id, parent_id, depth, name, type, file, line, end_line, module

@@ -9,7 +9,7 @@ with final as (
         r.run,
         count(distinct m.rank) as ranks,
         count(distinct m.thread) as threads,
-        count(distinct (m.rank, m.thread)) as locations
+        count(distinct row(m.rank, m.thread)) as locations
     from read_parquet($files, union_by_name = true) as m
     inner join query_runs as r on m.run_id = r.run_id
     group by r.run

@@ -34,8 +34,13 @@ import pyarrow as pa
 from perflake.engine import duck, sqlfiles
 from perflake.errors import InvalidMultiIndexMode, QueryError
 from perflake.query import forest as F
-from perflake.query.compound import (CompoundQuery, ConjunctionQuery, DisjunctionQuery,
-                                     ExclusiveDisjunctionQuery, NegationQuery)
+from perflake.query.compound import (
+    CompoundQuery,
+    ConjunctionQuery,
+    DisjunctionQuery,
+    ExclusiveDisjunctionQuery,
+    NegationQuery,
+)
 from perflake.query.matching import to_query
 from perflake.query.model import MULTI_INDEX_MODES, And, Call, Cond, Not, Or, conds
 from perflake.query.predicates import NodeTable, _leaf, _test
