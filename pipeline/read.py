@@ -16,13 +16,15 @@ def read(path: str | os.PathLike, kind: str | None = None) -> GraphFrame:
     return read_rows(readers.read(path, kind))
 
 
-def read_rows(rows) -> GraphFrame:
-    """A GraphFrame of a reader's ProfileRows (normalised as at ingest)."""
+def read_rows(rows, node_ordering: bool | None = None) -> GraphFrame:
+    """A GraphFrame of a reader's ProfileRows (normalised as at ingest); ``node_ordering``: see
+    GraphFrame.from_tables (None: by the format)."""
     from perflake.frame.graphframe import GraphFrame
     from perflake.ingest.normalize import normalize
 
     n = normalize(rows)
-    return GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata, fmt=rows.format)
+    return GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata, fmt=rows.format,
+                                  node_ordering=node_ordering)
 
 
 def read_tau(path: str | os.PathLike) -> GraphFrame:
@@ -30,9 +32,11 @@ def read_tau(path: str | os.PathLike) -> GraphFrame:
     return read(path, "tau")
 
 
-def read_caliper(path: str | os.PathLike) -> GraphFrame:
-    """Read a Caliper profile: a native ``.cali`` file or a json-split file (sniffed)."""
-    return read(path, readers.detect_among(path, ("caliper", "caliper_json")))
+def read_caliper(path: str | os.PathLike, node_ordering: bool | None = None) -> GraphFrame:
+    """Read a Caliper profile: a native ``.cali`` file or a json-split file (sniffed).  Its graph is
+    node-ordered as perflake.frame.defaults.node_ordered says (children walked in Caliper's Node order, a
+    ``.cali`` file's in file order without it), or in frame order with ``node_ordering=False``."""
+    return read_rows(readers.read(path, readers.detect_among(path, ("caliper", "caliper_json"))), node_ordering)
 
 
 def read_hpctoolkit(path: str | os.PathLike) -> GraphFrame:

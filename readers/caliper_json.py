@@ -18,7 +18,8 @@ Format reference: ``shared/docs/formats.md`` section 3.  What this reader does:
   ``time (inc)``: 3.4).  ``time`` and ``sum#...`` are exclusive, ``(inc)``/``inclusive`` inclusive,
   ``count`` and statistics (``min#``, ``max#``, ``avg#``, ``any#``) other (Hatchet calls every non-``(inc)``
   column exclusive, cf. B.19).  ``Node order`` (B.14) is not a column: when present, siblings are laid out
-  in it, as Hatchet orders children by it (readers/node_order.py); string value columns are attributes and are
+  in it, as Hatchet orders children by it (readers/node_order.py), and the run's metadata says so
+  (``caliper.node_order``: its GraphFrames are node-ordered); string value columns are attributes and are
   skipped;
 * units: the column's ``attribute.unit``, else ``nsec`` for ``*.ns``, else time is ``usec`` before Caliper 2
   (no ``cali.caliper.version`` global) and ``sec`` after (B.21);
@@ -42,7 +43,7 @@ from perflake.errors import ReaderError
 from perflake.readers.base import (finite, EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows, check_frames,
                                    check_text, line_number, shown)
 from perflake.readers.caliper_json_rows import HEAD as _HEAD, KEYS, load
-from perflake.readers.node_order import NODE_ORDER_COLUMNS, reorder
+from perflake.readers.node_order import NODE_ORDER_COLUMNS, NODE_ORDER_KEY, reorder
 
 _KEY_RES = {k: re.compile(rb'"' + k.encode() + rb'"\s*:') for k in KEYS}
 _HIERARCHY = ("source.function#callpath.address", "path")
@@ -290,6 +291,7 @@ class Reader:
         order_t = next((t for t in NODE_ORDER_COLUMNS if t in col), None)
         if order_t is not None:  # Caliper's Node order: the frames are laid out in it (readers/node_order.py)
             frames, local = reorder(frames, local, _floats(path, order_t, cells[col[order_t]], strict=False)[rows])
+            metadata[NODE_ORDER_KEY] = True  # its graph is walked in that order (perflake.frame.defaults)
         rank = np.zeros(n_rows, np.int32)
         if "mpi.rank" in col:
             r = _floats(path, "mpi.rank", cells[col["mpi.rank"]], strict=True)[rows]

@@ -18,6 +18,9 @@ import numpy as np
 import pyarrow as pa
 
 NODE_ORDER_COLUMNS = ("Node order", "min#min#aggregate.slot")
+# run metadata of a json-split file laid out in Node order (a .cali file's graph is node-ordered anyway: Hatchet's
+# .cali reader orders by creation without Node order, its json reader by frame)
+NODE_ORDER_KEY = "caliper.node_order"
 
 
 def frame_keys(n_frames: int, row_local: np.ndarray, row_order: np.ndarray) -> np.ndarray:
