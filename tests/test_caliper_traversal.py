@@ -80,7 +80,10 @@ def hatchet_answers(tmp_path_factory):
 
 def _ours(case) -> dict:
     _, path, kind, metric, ordering = case
-    gf = GraphFrame.from_caliperreader(path) if kind == "cali" else GraphFrame.from_caliper(path, node_ordering=ordering)
+    if kind == "cali":
+        gf = GraphFrame.from_caliperreader(path)
+    else:
+        gf = GraphFrame.from_caliper(path, node_ordering=ordering)
     out = {}
     for step, frame in (("read", gf), ("filter", gf.filter(lambda r: not r["name"].startswith("r1")
                                                            and not r["name"].startswith("CalcQ"))),

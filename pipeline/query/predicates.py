@@ -41,8 +41,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pandas.api import types as ptypes
 
-from perflake.errors import QueryError
-from perflake.query.model import AUTO_OP, NUMERIC_OPS, STRING_OPS, And, Call, Cond, Not, Or, conds
+from perflake.errors import InvalidQueryFilter, QueryError
+from perflake.query.model import AUTO_OP, INVALID_OP, NUMERIC_OPS, STRING_OPS, And, Call, Cond, Not, Or, conds
 from perflake.query.object_dialect import comparison_cond
 
 _NUM = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
@@ -177,9 +177,10 @@ def _row_positions(index: pd.Index, node_ids: np.ndarray) -> np.ndarray:
 
 
 def _fail(cond: Cond, message: str, source: str | None):
+    """A condition that cannot be tested on its attribute's values (Hatchet's InvalidQueryFilter)."""
     if source is None:
-        return QueryError(f"query element {cond.pos}: {message}", position=cond.pos)
-    return QueryError(message, query=source, position=cond.pos)
+        return InvalidQueryFilter(f"query element {cond.pos}: {message}", position=cond.pos)
+    return InvalidQueryFilter(message, query=source, position=cond.pos)
 
 
 def _leaf(cond: Cond, table: NodeTable, source: str | None) -> np.ndarray:
@@ -193,6 +194,9 @@ def _leaf(cond: Cond, table: NodeTable, source: str | None) -> np.ndarray:
 
 def _test(cond: Cond, s: pd.Series, source) -> np.ndarray:
     kind, op = _kind(s), cond.op
+    if op == INVALID_OP:
+        raise _fail(cond, f"the value for {cond.attr!r} must be a number, a string or a list of them, not "
+                          f"{type(cond.value).__name__}", source)
     if op == AUTO_OP:  # object dialect: a regex for strings, a comparison string for numbers
         if kind == "num":
             cond = comparison_cond(cond.attr, cond.value, cond.pos)
