@@ -6,9 +6,10 @@
 GraphFrame, which derives the ids from the frames on each node's path (perflake.frame.graph_ids).
 ``_hatchet_nid`` is the node's position in the graph's pre-order traversal, as in Hatchet; ``_depth`` (also
 ``depth``) its depth.  Nodes hash by ``_hatchet_nid``, as Hatchet's (so sets and dicts of nodes iterate as
-in Hatchet), and are equal when their numbers and their call-path ids are (two nodes built by hand: their
-numbers, Hatchet's rule): nodes of two graphs are equal when they hold the same call path at the same
-position -- a copy's nodes equal the original's; to match call paths across graphs, compare ``node_id``s.
+in Hatchet), and are equal when their numbers and their call-path ids are (a node built by hand, without an
+id: the numbers, Hatchet's rule, so ``gf.dataframe.loc[Node(None, hnid=5)]`` finds node 5): nodes of two
+graphs are equal when they hold the same call path at the same position -- a copy's nodes equal the
+original's; to match call paths across graphs, compare ``node_id``s.
 
 **Order.**  ``node.children`` and ``graph.roots`` keep the order of the input (the profile's order as the
 reader met it, the literal's, the lists'), as Hatchet's do.  A traversal visits children sorted by frame, as
@@ -288,7 +289,9 @@ class Node:
             return NotImplemented
         if self._hatchet_nid != other._hatchet_nid:
             return False
-        return self.node_id == other.node_id  # both None: nodes built by hand, compared as Hatchet does
+        if self.node_id is None or other.node_id is None:  # one built by hand: Hatchet's rule, the numbers
+            return True  # (``gf.dataframe.loc[Node(None, hnid=5)]`` finds node 5, as in Hatchet)
+        return self.node_id == other.node_id
 
     def __lt__(self, other):
         return self._hatchet_nid < other._hatchet_nid if isinstance(other, Node) else NotImplemented

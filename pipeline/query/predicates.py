@@ -1,8 +1,9 @@
 r"""Predicates evaluated for all nodes at once: one boolean per node of the graph (pre-order positions).
 
 The inputs are the dataframe's columns plus ``depth``, ``node_id`` and ``_hatchet_nid`` (Hatchet's meaning: the
-node's position in the graph's pre-order), ``callpath_id`` (perflake's 64-bit call-path id), ``is_leaf`` and the
-frame attributes that are not columns (``type``).  How a node with several rows (ranks, threads) is read:
+node's number, its position in the graph's pre-order unless a view numbered it otherwise), ``callpath_id``
+(perflake's 64-bit call-path id), ``is_leaf`` and the frame attributes that are not columns (``type``).  How a
+node with several rows (ranks, threads) is read:
 
 * ``"off"`` (default, Hatchet's): one row per node; a frame indexed by node plus rank/thread is refused
   (MultiIndexModeMismatch, raised by the engine, as Hatchet's dialects refuse it);
@@ -89,7 +90,8 @@ class NodeTable:
         if attr == "depth":
             return pd.Series(t.depth), False
         if attr in ("node_id", "_hatchet_nid"):
-            return pd.Series(np.arange(self.n, dtype=np.int64)), False  # pre-order position, as _hatchet_nid
+            # Hatchet's node numbers: the pre-order position, or the number a view gave (HPCToolkit's ctx ids)
+            return pd.Series(np.fromiter((n._hatchet_nid for n in t.nodes), np.int64, self.n)), False
         if attr == "callpath_id":
             return pd.Series(t.node_ids), False
         if attr == "is_leaf":
