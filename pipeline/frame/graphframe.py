@@ -199,6 +199,14 @@ class GraphFrame:
 
         return from_hpctoolkit_latest(dirname, *args, frame_class=cls, **kwargs)
 
+    @classmethod
+    def from_perfflowaspect(cls, filename, scan_cpu_mem=False) -> "GraphFrame":
+        """A PerfFlowAspect trace as Hatchet shows it: one node per event, ``ts``/``dur`` in seconds
+        (perflake.interop.perfflow_trace); perflake's call-path profile of it is ``perflake.read``."""
+        from perflake.interop.perfflow_trace import from_perfflowaspect
+
+        return from_perfflowaspect(filename, scan_cpu_mem, frame_class=cls)
+
     @staticmethod
     def from_gprof_dot(filename) -> "GraphFrame":
         """gprof2dot's DOT output (Hatchet's ``from_gprof_dot``; the call graph as a tree: perflake.readers.call_graph)."""
