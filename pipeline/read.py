@@ -23,8 +23,36 @@ def read_rows(rows, node_ordering: bool | None = None) -> GraphFrame:
     from perflake.ingest.normalize import normalize
 
     n = normalize(rows)
-    return GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata, fmt=rows.format,
-                                  node_ordering=node_ordering)
+    gf = GraphFrame.from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata, fmt=rows.format,
+                                node_ordering=node_ordering)
+    if rows.frame_numbers is not None:
+        _add_nid(gf, rows)
+    return gf
+
+
+def _add_nid(gf, rows) -> None:
+    """Hatchet's ``nid`` column (first, as Hatchet's Caliper readers put it): each row's node's number from the
+    reader (``ProfileRows.frame_numbers``), the smallest where frames merged into one node; int64 when the
+    reader's numbers are integers and every node has one (Hatchet's json-split reader), else float64 (its
+    ``.cali`` reader's)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from perflake.ingest.normalize import local_nodes
+
+    numbers = np.asarray(rows.frame_numbers)
+    ids = local_nodes(rows.frames.add_column(0, "run_id", pa.array(np.zeros(rows.frames.num_rows, np.int32))))
+    first: dict[int, float] = {}
+    for lid, nid in zip(ids.column("local_id").to_pylist(), ids.column("node_id").to_pylist()):
+        v = float(numbers[lid])
+        if not np.isnan(v) and (nid not in first or v < first[nid]):
+            first[nid] = v
+    df = gf.dataframe
+    column = np.fromiter((first.get(n.node_id, np.nan) for n in df.index.get_level_values("node")), np.float64,
+                         len(df))
+    if numbers.dtype.kind in "iu" and not np.isnan(column).any():
+        column = column.astype(np.int64)
+    df.insert(0, "nid", column)
 
 
 def read_tau(path: str | os.PathLike) -> GraphFrame:

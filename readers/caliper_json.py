@@ -286,11 +286,17 @@ class Reader:
         wanted = np.asarray([c == hier for c in node_cols], bool)
         wanted[nid[rows]] = True
         located = self._locations(path, titles, colmeta, cells, col, rows, labels, ref)
-        frames, local = _frames(labels, parents, node_cols, _with_ancestors(parents, wanted), nid[rows], located,
+        kept = _with_ancestors(parents, wanted)
+        frames, local = _frames(labels, parents, node_cols, kept, nid[rows], located,
                                 ref("module#") if located else None)
+        # Hatchet's nid: the node's index in 'nodes' (a statement child: its owner's)
+        numbers = np.asarray(kept, np.float64)
+        owner = frames.column("parent_local").to_numpy()[len(numbers):]
+        numbers = np.concatenate([numbers, numbers[owner]]) if len(owner) else numbers
         order_t = next((t for t in NODE_ORDER_COLUMNS if t in col), None)
         if order_t is not None:  # Caliper's Node order: the frames are laid out in it (readers/node_order.py)
-            frames, local = reorder(frames, local, _floats(path, order_t, cells[col[order_t]], strict=False)[rows])
+            frames, local, numbers = reorder(frames, local, _floats(path, order_t, cells[col[order_t]],
+                                                                    strict=False)[rows], numbers)
             metadata[NODE_ORDER_KEY] = True  # its graph is walked in that order (perflake.frame.defaults)
         rank = np.zeros(n_rows, np.int32)
         if "mpi.rank" in col:
@@ -306,7 +312,8 @@ class Reader:
         table = {"local_id": local.astype(np.int32), "rank": rank, "thread": np.zeros(n_rows, np.int32),
                  **{m.name: v for m, v in zip(metrics, values)}}
         return ProfileRows(format=self.kind, source=path, frames=check_frames(path, frames), values=pa.table(table),
-                           metrics=metrics, metadata=metadata, reader_version=self.version)
+                           metrics=metrics, metadata=metadata, reader_version=self.version,
+                           frame_numbers=numbers.astype(np.int64))
 
     @staticmethod
     def _locations(path, titles, colmeta, cells, col, rows, labels, ref):

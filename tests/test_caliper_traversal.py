@@ -132,3 +132,70 @@ def test_node_ordering_flag_by_format(tmp_path):
     assert not lit.graph.node_ordering
     assert [n.frame["name"] for n in lit.graph.traverse()] == ["main", "a", "z"]
     assert [n.frame["name"] for n in lit.graph.roots[0].children] == ["z", "a"]  # stored: the literal's order
+
+
+# -- Hatchet's nid column (its Caliper readers add it) -------------------------------------------------------------
+NID_CASES = {  # name: (file under ../shared/data, how Hatchet reads it)
+    "ordered": (REAL["ordered"][0], "cali"), "ordered-mpi": (REAL["ordered-mpi"][0], "cali"),
+    "lulesh": (REAL["lulesh"][0], "cali"), "example": ("caliper-example-cali/example-profile.cali", "cali"),
+    "sw4": ("caliper-sw4-cuda-activity-profile-cali/caliper_cuda_activity_profile_summary_v2.cali", "cali"),
+    "lulesh-json": ("caliper-lulesh-json/lulesh-annotation-profile.json", "json"),
+    "cpi-json": ("caliper-cpi-json/cpi-callpath-profile.json", "json"),
+}
+
+NID_CODE = """
+import json
+from hatchet import GraphFrame
+out = {{}}
+for name, (path, kind) in {cases!r}.items():
+    gf = (GraphFrame.from_caliperreader(path) if kind == "cali"
+          else GraphFrame.from_caliper(path, node_ordering=False))
+    df = gf.dataframe.reset_index()
+    parent_of = {{id(c): n for n in gf.graph.traverse() for c in n.children}}
+
+    def path_of(n):
+        out_ = [str(n.frame.get("name"))]
+        while id(n) in parent_of:
+            n = parent_of[id(n)]
+            out_.append(str(n.frame.get("name")))
+        return "/".join(out_[::-1])
+
+    nids = {{}}
+    for node, nid in zip(df["node"], df["nid"]):
+        nids.setdefault(path_of(node), set()).add(float(nid))
+    kept = sorted(path_of(n) for n in gf.filter(lambda r: r["nid"] > 10).graph.traverse())
+    out[name] = {{"nids": {{k: sorted(v) for k, v in nids.items()}}, "dtype": str(gf.dataframe["nid"].dtype),
+                  "kept": kept}}
+result = pd.DataFrame([[json.dumps(out)]], columns=["out"])
+"""
+
+
+@pytest.fixture(scope="module")
+def hatchet_nids():
+    need_bench_python()
+    cases = {k: (str(_need(DATA / rel)), kind) for k, (rel, kind) in NID_CASES.items()}
+    return json.loads(hatchet_load.recipe(NID_CODE.format(cases=cases))["frame"]["values"][0][0])
+
+
+@pytest.mark.parametrize("name", list(NID_CASES))
+def test_nid_is_hatchets(hatchet_nids, name):
+    """``nid``: the .cali reader's numbering (records in file order, missing ancestors nearest first, a root
+    taking two numbers) or a json-split node's index in ``nodes``; float64 / int64 as Hatchet types them.
+    Where perflake merges nodes Hatchet keeps apart (equal sibling frames) the node shows the smallest."""
+    rel, kind = NID_CASES[name]
+    path = _need(DATA / rel)
+    gf = GraphFrame.from_caliperreader(path) if kind == "cali" else GraphFrame.from_caliper(path, node_ordering=False)
+    theirs = hatchet_nids[name]
+    assert str(gf.dataframe["nid"].dtype) == theirs["dtype"]
+    ours: dict = {}
+    df = gf.dataframe.reset_index()
+    for node, nid in zip(df["node"], df["nid"]):
+        ours.setdefault("/".join(str(n.frame["name"]) for n in node.path()), set()).add(float(nid))
+    shared = set(ours) & set(theirs["nids"])
+    # call paths both name alike (cpi-json: perflake's statement children of sampled lines, formats.md 3.4)
+    assert len(shared) >= 0.85 * len(theirs["nids"])
+    for key in shared:
+        assert ours[key] == {min(theirs["nids"][key])}, key
+    kept = sorted("/".join(str(n.frame["name"]) for n in x.path())
+                  for x in gf.filter(lambda r: r["nid"] > 10).graph.traverse())
+    assert set(kept) & shared == set(theirs["kept"]) & shared
