@@ -25,12 +25,42 @@ def frame_class() -> type[GraphFrame]:
     return GraphFrame
 
 
-def read_rows(rows) -> GraphFrame:
-    """A GraphFrame of a reader's ProfileRows (normalised as at ingest)."""
+def read_rows(rows, node_ordering: bool | None = None) -> GraphFrame:
+    """A GraphFrame of a reader's ProfileRows (normalised as at ingest); ``node_ordering``: see
+    GraphFrame.from_tables (None: by the format)."""
     from perflake.ingest.normalize import normalize
 
     n = normalize(rows)
-    return frame_class().from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata, fmt=rows.format)
+    gf = frame_class().from_tables(n.nodes, n.metrics, n.metric_info, rows.metadata, fmt=rows.format,
+                                node_ordering=node_ordering)
+    if rows.frame_numbers is not None:
+        _add_nid(gf, rows)
+    return gf
+
+
+def _add_nid(gf, rows) -> None:
+    """Hatchet's ``nid`` column (first, as Hatchet's Caliper readers put it): each row's node's number from the
+    reader (``ProfileRows.frame_numbers``), the smallest where frames merged into one node; int64 when the
+    reader's numbers are integers and every node has one (Hatchet's json-split reader), else float64 (its
+    ``.cali`` reader's)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from perflake.ingest.normalize import local_nodes
+
+    numbers = np.asarray(rows.frame_numbers)
+    ids = local_nodes(rows.frames.add_column(0, "run_id", pa.array(np.zeros(rows.frames.num_rows, np.int32))))
+    first: dict[int, float] = {}
+    for lid, nid in zip(ids.column("local_id").to_pylist(), ids.column("node_id").to_pylist()):
+        v = float(numbers[lid])
+        if not np.isnan(v) and (nid not in first or v < first[nid]):
+            first[nid] = v
+    df = gf.dataframe
+    column = np.fromiter((first.get(n.node_id, np.nan) for n in df.index.get_level_values("node")), np.float64,
+                         len(df))
+    if numbers.dtype.kind in "iu" and not np.isnan(column).any():
+        column = column.astype(np.int64)
+    df.insert(0, "nid", column)
 
 
 def read_tau(path: str | os.PathLike) -> GraphFrame:
@@ -38,9 +68,11 @@ def read_tau(path: str | os.PathLike) -> GraphFrame:
     return read(path, "tau")
 
 
-def read_caliper(path: str | os.PathLike) -> GraphFrame:
-    """Read a Caliper profile: a native ``.cali`` file or a json-split file (sniffed)."""
-    return read(path, readers.detect_among(path, ("caliper", "caliper_json")))
+def read_caliper(path: str | os.PathLike, node_ordering: bool | None = None) -> GraphFrame:
+    """Read a Caliper profile: a native ``.cali`` file or a json-split file (sniffed).  Its graph is
+    node-ordered as perflake.frame.defaults.node_ordered says (children walked in Caliper's Node order, a
+    ``.cali`` file's in file order without it), or in frame order with ``node_ordering=False``."""
+    return read_rows(readers.read(path, readers.detect_among(path, ("caliper", "caliper_json"))), node_ordering)
 
 
 def read_hpctoolkit(path: str | os.PathLike) -> GraphFrame:

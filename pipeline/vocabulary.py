@@ -75,6 +75,9 @@ class ProfileRows:
     metrics: list[Metric]
     metadata: dict = field(default_factory=dict)
     reader_version: str = "1"
+    # optional: per frame (by local id), the number the format's Hatchet reader gives its node -- Hatchet's
+    # ``nid`` column (Caliper's readers); a GraphFrame read straight from the file shows it, a lake does not
+    frame_numbers: object = None
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:

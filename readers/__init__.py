@@ -21,6 +21,7 @@ _REGISTRY = {
     "hpctoolkit": "perflake.readers.hpctoolkit",
     "hpctoolkit_sparse": "perflake.readers.hpctoolkit_sparse",
     "hpctoolkit_v4": "perflake.readers.hpctoolkit_v4",
+    "perfflowaspect": "perflake.readers.perfflowaspect",
     "pyinstrument": "perflake.readers.pyinstrument",
     "tau": "perflake.readers.tau",
 }

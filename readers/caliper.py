@@ -48,7 +48,8 @@ Deviations from Hatchet (formats.md Appendix B): B.17 without Node order, siblin
 Hatchet's in effect;
 B.18 ancestors without records are nodes with NaN values (Hatchet gives them no row); B.19 Spot statistics are
 inclusive; B.20 ``spot.channel`` and other strings are not columns; the frame type is the attribute name
-(Hatchet: always ``function``).
+(Hatchet: always ``function``).  Each frame's Hatchet ``nid`` (its native reader's numbering,
+node_order.hatchet_numbers) is handed over as ``frame_numbers``: a GraphFrame read from the file shows it.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ from perflake.errors import ReaderError
 from perflake.readers.base import INT32_MAX, check_frames, line_number, shown
 from perflake.readers.cali_format import NAME_ATTR, PROP_ATTR, TYPE_ATTR, CaliFile, globals_of, parse
 from perflake.readers.cali_legacy import is_frame, is_legacy, record_globals
-from perflake.readers.node_order import NODE_ORDER_COLUMNS, reorder
+from perflake.readers.node_order import NODE_ORDER_COLUMNS, hatchet_numbers, reorder
 from perflake.readers.single_file import SingleFileReader, file_head
 from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
@@ -351,10 +352,11 @@ class Reader(SingleFileReader):
         metrics = _metrics(b.metric_attrs)
         matrix = b.matrix()
         frames, row_frame = b.tree.table(), np.asarray(b.row_frame, dtype=np.int32)
+        numbers = hatchet_numbers(frames.column("parent_local").to_numpy(), b.row_frame)
         order = next((i for i, (m, a) in enumerate(zip(metrics, b.metric_attrs))
                       if m.name in NODE_ORDER_COLUMNS or a.name in NODE_ORDER_COLUMNS), None)
         if order is not None:  # Caliper's Node order: the frames are laid out in it, the column is dropped
-            frames, row_frame = reorder(frames, row_frame, matrix[:, order])
+            frames, row_frame, numbers = reorder(frames, row_frame, matrix[:, order], numbers)
             metrics = metrics[:order] + metrics[order + 1:]
             matrix = np.delete(matrix, order, axis=1)
         values = {
@@ -373,4 +375,5 @@ class Reader(SingleFileReader):
             metrics=metrics,
             metadata=metadata,
             reader_version=self.version,
+            frame_numbers=numbers,
         )

@@ -18,7 +18,8 @@ Format reference: ``shared/docs/formats.md`` section 3.  What this reader does:
   ``time (inc)``: 3.4).  ``time`` and ``sum#...`` are exclusive, ``(inc)``/``inclusive`` inclusive,
   ``count`` and statistics (``min#``, ``max#``, ``avg#``, ``any#``) other (Hatchet calls every non-``(inc)``
   column exclusive, cf. B.19).  ``Node order`` (B.14) is not a column: when present, siblings are laid out
-  in it, as Hatchet orders children by it (readers/node_order.py); string value columns are attributes and are
+  in it, as Hatchet orders children by it (readers/node_order.py), and the run's metadata says so
+  (``caliper.node_order``: its GraphFrames are node-ordered); string value columns are attributes and are
   skipped;
 * units: the column's ``attribute.unit``, else ``nsec`` for ``*.ns``, else time is ``usec`` before Caliper 2
   (no ``cali.caliper.version`` global) and ``sec`` after (B.21);
@@ -42,7 +43,7 @@ from perflake.errors import ReaderError
 from perflake.readers.base import check_frames, check_text, finite, line_number, shown
 from perflake.readers.caliper_json_rows import HEAD as _HEAD
 from perflake.readers.caliper_json_rows import KEYS, load
-from perflake.readers.node_order import NODE_ORDER_COLUMNS, reorder
+from perflake.readers.node_order import NODE_ORDER_COLUMNS, NODE_ORDER_KEY, reorder
 from perflake.readers.single_file import SingleFileReader
 from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
@@ -283,11 +284,18 @@ class Reader(SingleFileReader):
         wanted = np.asarray([c == hier for c in node_cols], bool)
         wanted[nid[rows]] = True
         located = self._locations(path, titles, colmeta, cells, col, rows, labels, ref)
-        frames, local = _frames(labels, parents, node_cols, _with_ancestors(parents, wanted), nid[rows], located,
+        kept = _with_ancestors(parents, wanted)
+        frames, local = _frames(labels, parents, node_cols, kept, nid[rows], located,
                                 ref("module#") if located else None)
+        # Hatchet's nid: the node's index in 'nodes' (a statement child: its owner's)
+        numbers = np.asarray(kept, np.float64)
+        owner = frames.column("parent_local").to_numpy()[len(numbers):]
+        numbers = np.concatenate([numbers, numbers[owner]]) if len(owner) else numbers
         order_t = next((t for t in NODE_ORDER_COLUMNS if t in col), None)
         if order_t is not None:  # Caliper's Node order: the frames are laid out in it (readers/node_order.py)
-            frames, local = reorder(frames, local, _floats(path, order_t, cells[col[order_t]], strict=False)[rows])
+            frames, local, numbers = reorder(frames, local, _floats(path, order_t, cells[col[order_t]],
+                                                                    strict=False)[rows], numbers)
+            metadata[NODE_ORDER_KEY] = True  # its graph is walked in that order (perflake.frame.defaults)
         rank = np.zeros(n_rows, np.int32)
         if "mpi.rank" in col:
             r = _floats(path, "mpi.rank", cells[col["mpi.rank"]], strict=True)[rows]
@@ -302,7 +310,8 @@ class Reader(SingleFileReader):
         table = {"local_id": local.astype(np.int32), "rank": rank, "thread": np.zeros(n_rows, np.int32),
                  **{m.name: v for m, v in zip(metrics, values)}}
         return ProfileRows(format=self.kind, source=path, frames=check_frames(path, frames), values=pa.table(table),
-                           metrics=metrics, metadata=metadata, reader_version=self.version)
+                           metrics=metrics, metadata=metadata, reader_version=self.version,
+                           frame_numbers=numbers.astype(np.int64))
 
     @staticmethod
     def _locations(path, titles, colmeta, cells, col, rows, labels, ref):

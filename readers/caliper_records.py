@@ -22,7 +22,7 @@ from perflake.errors import ReaderError
 from perflake.readers.base import INT32_MAX, ProfileRows, check_frames, line_number, shown
 from perflake.readers.cali_format import NESTED, Attribute, typed
 from perflake.readers.caliper import _EXTRAS, _SAMPLER_FN, _SAMPLER_LOC, _SAMPLER_MOD, _metrics, _Tree
-from perflake.readers.node_order import NODE_ORDER_COLUMNS, reorder
+from perflake.readers.node_order import NODE_ORDER_COLUMNS, hatchet_numbers, reorder
 
 SOURCE = "<caliperreader.CaliperReader>"
 _META = ("attribute.alias", "attribute.unit", "time.unit", "adiak.type")
@@ -126,10 +126,11 @@ def read_caliper_reader(cr) -> ProfileRows:
     matrix = matrix.reshape(len(row_values), len(metric_names))
     matrix[np.isinf(matrix)] = np.nan
     frames, local = tree.table(), np.asarray(row_frame, dtype=np.int32)
+    numbers = hatchet_numbers(frames.column("parent_local").to_numpy(), row_frame)
     order = next((i for i, (m, a) in enumerate(zip(metrics, attrs))
                   if m.name in NODE_ORDER_COLUMNS or a.name in NODE_ORDER_COLUMNS), None)
     if order is not None:
-        frames, local = reorder(frames, local, matrix[:, order])
+        frames, local, numbers = reorder(frames, local, matrix[:, order], numbers)
         metrics = metrics[:order] + metrics[order + 1:]
         matrix = np.delete(matrix, order, axis=1)
     values = {"local_id": pa.array(local), "rank": pa.array(np.asarray(row_rank, dtype=np.int32)),
@@ -137,7 +138,8 @@ def read_caliper_reader(cr) -> ProfileRows:
     for i, m in enumerate(metrics):
         values[m.name] = pa.array(matrix[:, i])
     return ProfileRows(format="caliper", source=SOURCE, frames=check_frames(SOURCE, frames), values=pa.table(values),
-                       metrics=metrics, metadata=_globals(cr.globals, attr), reader_version="1")
+                       metrics=metrics, metadata=_globals(cr.globals, attr), reader_version="1",
+                       frame_numbers=numbers)
 
 
 def _leaf(tree: _Tree, frame: int, record: dict) -> int:

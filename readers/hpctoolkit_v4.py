@@ -309,6 +309,14 @@ def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndar
     return np.where(hit, values[order][pos], -1)
 
 
+def context_ids(path: str) -> np.ndarray:
+    """The HPCToolkit context id (ctxId) of each frame of ``Reader().read(path)``, by local id (0: the program
+    root, ctxId 0): Hatchet's ``from_hpctoolkit_latest`` numbers its nodes by them."""
+    found = _db_files(os.fspath(path))
+    meta = sec.read_meta(found.get(b"meta", os.path.join(os.fspath(path), _FILE_NAMES[b"meta"])))
+    return np.r_[0, np.asarray(meta.contexts.ctx_id, dtype=np.int64)]
+
+
 class Reader:
     kind = "hpctoolkit_v4"
     version = "2"  # 2: copied source paths restored, no node for contexts absent from meta.db

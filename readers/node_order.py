@@ -18,6 +18,9 @@ import numpy as np
 import pyarrow as pa
 
 NODE_ORDER_COLUMNS = ("Node order", "min#min#aggregate.slot")
+# run metadata of a json-split file laid out in Node order (a .cali file's graph is node-ordered anyway: Hatchet's
+# .cali reader orders by creation without Node order, its json reader by frame)
+NODE_ORDER_KEY = "caliper.node_order"
 
 
 def frame_keys(n_frames: int, row_local: np.ndarray, row_order: np.ndarray) -> np.ndarray:
@@ -52,8 +55,32 @@ def new_positions(parent: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return out
 
 
-def reorder(frames: pa.Table, row_local: np.ndarray, row_order: np.ndarray) -> tuple[pa.Table, np.ndarray]:
-    """``frames`` re-laid in Node order and each row's new local id."""
+def hatchet_numbers(parent: np.ndarray, row_frame) -> np.ndarray:
+    """Hatchet's ``nid`` of each frame of a ``.cali`` file (float, NaN for a frame no record reaches): its
+    native reader numbers nodes as it meets them, record after record -- a record's missing ancestors first,
+    nearest first, then the record's own node -- and a node without parent takes two numbers (the second when
+    it is a record's own node, the first when it is created as an ancestor)."""
+    num = np.full(len(parent), -1, np.int64)
+    nxt = 0
+    for f in row_frame:
+        f = int(f)
+        if num[f] >= 0:
+            continue
+        p = int(parent[f])
+        while p >= 0 and num[p] < 0:
+            num[p] = nxt
+            nxt += 1 + (parent[p] < 0)
+            p = int(parent[p])
+        nxt += parent[f] < 0
+        num[f] = nxt
+        nxt += 1
+    return np.where(num >= 0, num, np.nan).astype(np.float64)
+
+
+def reorder(frames: pa.Table, row_local: np.ndarray, row_order: np.ndarray,
+            numbers: np.ndarray | None = None) -> tuple[pa.Table, np.ndarray, np.ndarray | None]:
+    """``frames`` re-laid in Node order, each row's new local id, and ``numbers`` (one per frame) in the new
+    order."""
     n = frames.num_rows
     parent = frames.column("parent_local").to_numpy().astype(np.int64)
     new = new_positions(parent, frame_keys(n, row_local.astype(np.int64), row_order))
@@ -64,4 +91,4 @@ def reorder(frames: pa.Table, row_local: np.ndarray, row_order: np.ndarray) -> t
     moved = moved.set_column(moved.schema.get_field_index("local_id"), "local_id",
                              pa.array(np.arange(n, dtype=np.int32)))
     moved = moved.set_column(moved.schema.get_field_index("parent_local"), "parent_local", pa.array(new_parent))
-    return moved, new[row_local].astype(np.int32)
+    return moved, new[row_local].astype(np.int32), None if numbers is None else np.asarray(numbers)[old_at]

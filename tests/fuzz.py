@@ -66,6 +66,7 @@ SOURCES = {
     "hatchet_json": ["json/hatchet-graph-literal.json"],
     "hpctoolkit": ["hpctoolkit-cpi-database"],
     "hpctoolkit_v4": ["hpctoolkit-gamess"],
+    "perfflowaspect": ["generated:perfflow.node17.4001.pfw"],  # perflake.generators.perfflowaspect (no shared data)
     "pyinstrument": ["generated:session.json"],
     "tau": ["tau-cpi-mpi"],
 }
@@ -73,9 +74,11 @@ SOURCES = {
 GENERATED_ONLY = {"hpctoolkit_sparse": "tests/test_hpctoolkit_sparse.py"}
 # share of the cases per format (hpctoolkit_v4 is small: its only real database takes ~0.4 s to read)
 WEIGHTS = {"caliper": 0.2, "caliper_json": 0.15, "hatchet_json": 0.06, "hpctoolkit": 0.18, "hpctoolkit_v4": 0.07,
-           "tau": 0.16, "gprof_dot": 0.05, "cprofile": 0.08, "pyinstrument": 0.05}  # cprofile: most byte mutations
+           "tau": 0.16, "gprof_dot": 0.05, "cprofile": 0.08, "pyinstrument": 0.05,
+           "perfflowaspect": 0.05}  # cprofile: most byte mutations
 # break its binary marshal data, so it needs more cases to read enough of them right
-TEXT = {"caliper", "caliper_json", "gprof_dot", "hatchet_json", "hpctoolkit", "pyinstrument", "tau"}  # text files
+TEXT = {"caliper", "caliper_json", "gprof_dot", "hatchet_json", "hpctoolkit", "perfflowaspect", "pyinstrument",
+        "tau"}  # text files
 BINARY = {"cprofile", "hpctoolkit", "hpctoolkit_v4"}  # formats with binary files
 
 # random mutations, by weight; "text" ones apply to text files (xml, json, cali, TAU), "binary" ones to binary
@@ -92,6 +95,7 @@ STRUCTURAL = {
     "hpctoolkit": {"empty_file": 2, "empty_dir": 1, "missing": 4, "huge_line": 1, "rename": 6, "metricdb_shape": 6,
                    "xml_hostile": 6},
     "hpctoolkit_v4": {"empty_file": 2, "empty_dir": 1, "missing": 3, "huge_line": 1},
+    "perfflowaspect": {"empty_file": 1, "missing": 1, "huge_line": 1, "json_deep": 1},
     "pyinstrument": {"empty_file": 1, "missing": 1, "huge_line": 1, "json_deep": 1},
     "tau": {"empty_file": 1, "empty_dir": 1, "missing": 2, "huge_line": 1, "rename": 6, "tau_count": 6, "tau_multi": 6},
 }
@@ -411,7 +415,8 @@ def _structural(rng: random.Random, case: Case, path: Path, root: Path) -> tuple
         return path, f"hostile DTD in experiment.xml: {evil[:40]!r}"
     if m == "json_deep":
         data = path.read_bytes()
-        key = {"caliper_json": b'"nodes"', "pyinstrument": b'"root_frame"'}.get(case.kind, b'"dataframe"')
+        key = {"caliper_json": b'"nodes"', "pyinstrument": b'"root_frame"',
+               "perfflowaspect": b'"name"'}.get(case.kind, b'"dataframe"')
         pos = data.find(key)
         deep = b"[" * 200_000 + b"]" * 200_000
         path.write_bytes(data[:pos] + b'"deep": ' + deep + b", " + data[pos:])

@@ -130,8 +130,15 @@ SESSION = [([frame("main", "app.py", 1), frame("solve", "app.py", 10), frame("ke
            ([frame("main", "app.py", 1), frame("solve", "app.py", 10)], 0.25),
            ([frame("main", "app.py", 1), frame("io", "io.py", 7)], 0.125),
            ([frame("main", "app.py", 1)], 0.0625)]
+def _perfflow(path):
+    from perflake.generators import write_perfflowaspect_trace
+
+    return write_perfflowaspect_trace(path, processes=2, threads=2, seed=3)
+
+
 GENERATED = {"workload.pstats": lambda p: write_pstats(p),
-             "session.json": lambda p: p.write_text(pyinstrument_json(SESSION))}
+             "session.json": lambda p: p.write_text(pyinstrument_json(SESSION)),
+             "perfflow.node17.4001.pfw": _perfflow}  # a PerfFlowAspect trace (perflake.generators.perfflowaspect)
 
 
 def generated(name: str) -> Path:

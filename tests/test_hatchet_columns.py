@@ -29,8 +29,8 @@ CASES = {  # name: (Hatchet's call, perflake's call), both on the same file unde
                    lambda d: GraphFrame.from_hpctoolkit(d / "hpctoolkit-cpi-database")),
 }
 
-# Hatchet's reader-internal columns perflake does not add: ``nid`` (the reader's own row number: Caliper's creation
-# order, HPCToolkit's XML id; perflake's nodes carry ``node_id``/``_hatchet_nid``/``callpath_id`` instead), ``type``
+# Hatchet's reader-internal columns perflake does not add: ``nid`` for HPCToolkit (its XML id; perflake adds
+# Hatchet's ``nid`` for Caliper files only: tests/test_caliper_traversal.py), ``type``
 # (HPCToolkit's XML tag PF/S/L; perflake's frame type is node.frame["type"]), ``spot.channel`` (a string attribute:
 # perflake keeps numeric attributes only, formats.md B.20)
 HATCHET_ONLY = {"nid", "type", "spot.channel"}

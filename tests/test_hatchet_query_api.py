@@ -99,7 +99,7 @@ def test_hatchets_query_names_exist():
     (lambda: pq.QueryMatcher().match("?"), pq.InvalidQueryPath),
     (lambda: pq.QueryMatcher("not a list"), pq.InvalidQueryPath),
     (lambda: pq.ObjectQuery([{"time": "fast"}]).apply(L.graphframe(L.MPI_GRAPH)), pq.InvalidQueryFilter),
-    (lambda: pq.ObjectQuery([{"name": 3j}]), pq.InvalidQueryFilter),
+    (lambda: pq.ObjectQuery([{"name": 3j}]).apply(L.graphframe(L.MPI_GRAPH)), pq.InvalidQueryFilter),
     (lambda: pq.ObjectQuery([{"name": "a"}], multi_index_mode="foo"), AssertionError),
     (lambda: pq.StringQuery('MATCH (".", p) WHERE p."name" = "a"', multi_index_mode="foo"), AssertionError),
 ])

@@ -110,7 +110,11 @@ def test_round_trip_of_real_profiles(shared_data, tmp_path, name):
     assert_same(gf, back)
     for c in ("file", "module", "line"):  # frame attributes are part of identity: kept
         assert gf.dataframe[c].isna().equals(back.dataframe[c].isna())
-    assert back.metadata == json.loads(json.dumps(gf.metadata, default=str))
+    # a node-ordered (Caliper) graph comes back node-ordered: the export's metadata says so
+    marker = {"caliper.node_order": True} if gf.graph.node_ordering else {}
+    assert back.metadata == {**json.loads(json.dumps(gf.metadata, default=str)), **marker}
+    assert back.graph.node_ordering == gf.graph.node_ordering
+    assert [n.node_id for n in back.graph.traverse()] == [n.node_id for n in gf.graph.traverse()]
 
 
 def test_round_trip_threads_nan_and_infinities(threaded):

@@ -25,7 +25,8 @@ COMMANDS = "perflake.cli.commands"
 _FORMAT_PAIR = "a generator writes the format its namesake reader reads"
 ACCEPTED = {
     fmt: ({f"perflake.generators.{fmt}", f"perflake.readers.{fmt}"}, _FORMAT_PAIR)
-    for fmt in ("caliper", "hpctoolkit", "hpctoolkit_sparse", "hpctoolkit_summary", "hpctoolkit_v4", "tau")
+    for fmt in ("caliper", "hpctoolkit", "hpctoolkit_sparse", "hpctoolkit_summary", "hpctoolkit_v4", "perfflowaspect",
+                "tau")
 }
 
 

@@ -23,7 +23,8 @@ STRING_ERRORS = [
     ('MATCH (0, p)', "0", 0, "quantifier"),
     ('MATCH (".", p) WHERE p."name" STARTS "x"', '"x"', 0, "expected WITH"),
     ('MATCH (".", p) WHERE p."name" =~ "[a-"', '"[a-"', 0, "bad regular expression"),
-    ('MATCH (".", p)->(".", q) WHERE p."name" = "a" OR q."name" = "b"', "q.", 0, "different variables"),
+    # OR across variables inside parentheses (without them it is read as Hatchet reads it: test_query_hatchet.py)
+    ('MATCH (".", p)->(".", q) WHERE (p."name" = "a" OR q."name" = "b")', "q.", 0, "different variables"),
     ('MATCH (".", p) WHERE p."time" > "5"', '"5"', 0, "expected a number"),
     ('MATCH (".", p) WHERE p."time" IS NULL', "NULL", 0, "expected NAN, INF or NONE"),
     ('MATCH (".", p) WHERE p."name" = "x" $', "$", 0, "unexpected character"),
@@ -85,7 +86,6 @@ OBJECT_ERRORS = [
     ([("*", "x")], 0, "expected a dict"),
     ([{"name": "a"}, 0], 1, "quantifier"),
     ([{"depth": "deep"}], 0, "must be a comparison"),
-    ([{"name": "a"}, {"time": object()}], 1, "must be a number, a string"),
     ([{"name": "a"}, {"time": []}], 1, "empty list"),
 ]
 
@@ -101,6 +101,8 @@ def test_object_dialect_error_names_the_element(query, index, phrase):
     ([{"name": "foo"}, {"time": "about 5"}], 1, "must be a comparison"),
     ([{"name": 5}], 0, "holds strings"),
     ([{"name": "[a-"}], 0, "bad regular expression"),
+    # a value of no usable type: accepted by ObjectQuery, refused when applied (as Hatchet does)
+    ([{"name": "a"}, {"time": object()}], 1, "must be a number, a string"),
     ([{"name": "foo"}, ("*", {"time (inc)": "> 1"}), {"time": "bigger"}], 2, "must be a comparison"),
 ])
 def test_object_dialect_type_errors_at_evaluation(mock, query, index, phrase):

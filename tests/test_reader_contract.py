@@ -28,6 +28,7 @@ DATASETS = {
     "hatchet_json": ["json/hatchet-graph-literal.json"],
     "hpctoolkit": ["hpctoolkit-cpi-database"],
     "hpctoolkit_v4": ["hpctoolkit-gamess"],
+    "perfflowaspect": ["generated:perfflow.node17.4001.pfw"],  # written by perflake.generators.perfflowaspect
     "pyinstrument": ["generated:session.json"],
     "tau": ["tau-cpi-mpi"],
 }

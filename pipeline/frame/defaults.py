@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from perflake.readers.node_order import NODE_ORDER_KEY
 from perflake.vocabulary import EXCLUSIVE, INCLUSIVE, Metric
 
 # Hatchet's Caliper (native and json-split), old-HPCToolkit and JSON readers default to the exclusive ``time``
@@ -39,6 +40,15 @@ TIME_WORDS = frozenset({"time", "duration", "sec", "secs", "seconds", "usec", "m
 _STAT_ORDER = {"avg": 0, "average": 0, "mean": 0, "sum": 1, "total": 1, "tot": 1, "max": 2, "maximum": 2,
                "min": 3, "minimum": 3, "std": 4, "stddev": 4, "var": 4, "variance": 4, "dev": 4}
 _WORD = re.compile(r"[a-z]+")
+
+
+def node_ordered(fmt: str | None, metadata: dict | None) -> bool:
+    """Whether a run's graph is node-ordered as Hatchet's readers make it (``Graph.node_ordering``: walked in
+    the children's stored order): a ``.cali`` file's (Caliper's ``Node order``, else the file's order, as
+    Hatchet's from_caliperreader), and a run whose metadata says ``caliper.node_order`` (a json-split file that
+    carries Node order, perflake's Hatchet JSON export of a node-ordered graph).  Hatchet's json reader needs
+    ``node_ordering=False`` on a json-split file without Node order: frame order."""
+    return fmt == "caliper" or bool((metadata or {}).get(NODE_ORDER_KEY))
 
 
 def _words(name: str) -> list[str]:

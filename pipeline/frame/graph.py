@@ -6,13 +6,17 @@
 GraphFrame, which derives the ids from the frames on each node's path (perflake.frame.graph_ids).
 ``_hatchet_nid`` is the node's position in the graph's pre-order traversal, as in Hatchet; ``_depth`` (also
 ``depth``) its depth.  Nodes hash by ``_hatchet_nid``, as Hatchet's (so sets and dicts of nodes iterate as
-in Hatchet), and are equal when their numbers and their call-path ids are (two nodes built by hand: their
-numbers, Hatchet's rule): nodes of two graphs are equal when they hold the same call path at the same
-position -- a copy's nodes equal the original's; to match call paths across graphs, compare ``node_id``s.
+in Hatchet), and are equal when their numbers and their call-path ids are (a node built by hand, without an
+id: the numbers, Hatchet's rule, so ``gf.dataframe.loc[Node(None, hnid=5)]`` finds node 5): nodes of two
+graphs are equal when they hold the same call path at the same position -- a copy's nodes equal the
+original's; to match call paths across graphs, compare ``node_id``s.
 
 **Order.**  ``node.children`` and ``graph.roots`` keep the order of the input (the profile's order as the
 reader met it, the literal's, the lists'), as Hatchet's do.  A traversal visits children sorted by frame, as
-Hatchet's ``traverse`` does (ties keep the input order), and ``_hatchet_nid`` numbers that traversal.
+Hatchet's ``traverse`` does (ties keep the input order), and ``_hatchet_nid`` numbers that traversal.  A graph
+with ``node_ordering`` (Hatchet's flag; perflake sets it on graphs read from Caliper files, whose readers lay the
+children out in Caliper's ``Node order``, readers/node_order.py) is walked in the children's own order instead,
+as Hatchet's ``node_order_traverse`` walks them; ``node_order_traverse()`` visits children by ``_hatchet_nid``.
 
 A Graph is fixed once built: ``len``, ``iter`` and pre-order ``traverse()`` use the order computed at
 construction or by the last ``enumerate_traverse()`` (call it after changing links by hand, as in Hatchet).
@@ -114,6 +118,28 @@ def ordered(nodes) -> list:
         return sorted(nodes, key=lambda n: _text(n.frame._tuple))
 
 
+def by_number(nodes) -> list:
+    """``nodes`` by ``_hatchet_nid`` (Hatchet's ``node_traversal_order``), ties in their given order."""
+    return sorted(nodes, key=node_number) if len(nodes) > 1 else list(nodes)
+
+
+def as_given(nodes) -> list:
+    """``nodes`` in their stored order (the input's: Caliper's Node order for a node-ordered graph)."""
+    return list(nodes)
+
+
+def stored_preorder(graph) -> Iterator:
+    """Every node of ``graph`` once, depth-first, roots and children in their stored order (how Hatchet's squash
+    walks the old graph, so the kept nodes' children come out in that order)."""
+    return _walk(list(graph.roots), "pre", None, set(), as_given)
+
+
+def frame_preorder(graph) -> list:
+    """Every node of ``graph`` once in pre-order, roots and children sorted by frame (Hatchet's ``traverse`` of a
+    graph that is not node-ordered: the numbering Hatchet gives a graph it reads from JSON)."""
+    return list(_walk(ordered(graph.roots), "pre", None, set(), ordered))
+
+
 def node_number(node) -> int:
     return node._hatchet_nid  # Hatchet's console renderer orders siblings and roots by it
 
@@ -123,9 +149,10 @@ def traversal_order(node):
     return (node.frame, node._hatchet_nid)
 
 
-def _walk(starts, order: str, attrs, visited) -> Iterator:
-    """Depth-first from ``starts`` (each node once), children in traversal order; ``visited`` is a set of
-    ``id(node)`` or, as in Hatchet, a dict counting how often each node was reached."""
+def _walk(starts, order: str, attrs, visited, sort=ordered) -> Iterator:
+    """Depth-first from ``starts`` (each node once), children in traversal order (``sort``: :func:`ordered`,
+    :func:`by_number` or :func:`as_given`); ``visited`` is a set of ``id(node)`` or, as in Hatchet, a dict
+    counting how often each node was reached."""
     if order not in ("pre", "post"):
         raise ValueError("order must be one of 'pre' or 'post'")
     counting = isinstance(visited, dict)
@@ -148,7 +175,7 @@ def _walk(starts, order: str, attrs, visited) -> Iterator:
             yield node if attrs is None else node.frame.values(attrs)
         else:
             stack.append((node, True))
-        stack.extend((c, False) for c in reversed(ordered(node.children)))
+        stack.extend((c, False) for c in reversed(sort(node.children)))
 
 
 @total_ordering
@@ -195,6 +222,10 @@ class Node:
     def traverse(self, order: str = "pre", attrs=None, visited=None) -> Iterator:
         """Depth-first walk from this node, children sorted by frame, each node once (``visited``: see _walk)."""
         return _walk([self], order, attrs, {} if visited is None else visited)
+
+    def node_order_traverse(self, order: str = "pre", attrs=None, visited=None) -> Iterator:
+        """Depth-first walk from this node, children by ``_hatchet_nid`` (Hatchet's ``node_order_traverse``)."""
+        return _walk([self], order, attrs, {} if visited is None else visited, by_number)
 
     def paths(self) -> list[tuple["Node", ...]]:
         """Every path from a root to this node, as tuples of nodes (one per parent, in the parents' order)."""
@@ -258,7 +289,9 @@ class Node:
             return NotImplemented
         if self._hatchet_nid != other._hatchet_nid:
             return False
-        return self.node_id == other.node_id  # both None: nodes built by hand, compared as Hatchet does
+        if self.node_id is None or other.node_id is None:  # one built by hand: Hatchet's rule, the numbers
+            return True  # (``gf.dataframe.loc[Node(None, hnid=5)]`` finds node 5, as in Hatchet)
+        return self.node_id == other.node_id
 
     def __lt__(self, other):
         return self._hatchet_nid < other._hatchet_nid if isinstance(other, Node) else NotImplemented
@@ -284,9 +317,14 @@ class Graph:
         if any(n.depth < 0 for n in self._nodes):
             self.enumerate_depth()
 
+    def _sort(self):
+        """How a traversal orders roots and children: by frame, or as stored for a node-ordered graph."""
+        return as_given if self.node_ordering else ordered
+
     def _number(self) -> None:
         self._with_ids = False
-        self._nodes = list(_walk(ordered(self.roots), "pre", None, set()))
+        sort = self._sort()
+        self._nodes = list(_walk(sort(self.roots), "pre", None, set(), sort))
         for i, node in enumerate(self._nodes):
             node._hatchet_nid = i
 
@@ -316,12 +354,19 @@ class Graph:
                     parents.pop()
 
     def traverse(self, order: str = "pre", attrs=None, visited=None) -> Iterator:
-        """Every node once, depth-first from the roots in frame order (as Hatchet's ``Graph.traverse``)."""
+        """Every node once, depth-first from the roots in frame order (as Hatchet's ``Graph.traverse``; in the
+        stored order for a node-ordered graph, as Hatchet's ``traverse`` then is its ``node_order_traverse``)."""
         if order == "pre" and visited is None:
             if attrs is None:
                 return iter(self._nodes)
             return (n.frame.values(attrs) for n in self._nodes)
-        return _walk(ordered(self.roots), order, attrs, {} if visited is None else visited)
+        sort = self._sort()
+        return _walk(sort(self.roots), order, attrs, {} if visited is None else visited, sort)
+
+    def node_order_traverse(self, order: str = "pre", attrs=None, visited=None) -> Iterator:
+        """Every node once, depth-first, roots and children by ``_hatchet_nid`` (Hatchet's
+        ``node_order_traverse``: for a node-ordered graph the same walk as ``traverse``)."""
+        return _walk(by_number(self.roots), order, attrs, {} if visited is None else visited, by_number)
 
     def is_tree(self) -> bool:
         """One root and every node reached once."""
@@ -381,9 +426,9 @@ class Graph:
         return graph
 
     @classmethod
-    def from_nodes_table(cls, nodes: pa.Table, frame_columns=("name", "type")) -> "Graph":
+    def from_nodes_table(cls, nodes: pa.Table, frame_columns=("name", "type"), node_ordering: bool = False) -> "Graph":
         """Build from a nodes table (node_id, parent_id, depth, frame columns, and ``child_order``: a node's
         position among its parent's children, or among the roots); see perflake.frame.graph_ops.from_nodes_table."""
         from perflake.frame.graph_ops import from_nodes_table
 
-        return from_nodes_table(nodes, frame_columns, cls)
+        return from_nodes_table(nodes, frame_columns, cls, node_ordering)

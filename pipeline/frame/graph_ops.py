@@ -90,8 +90,9 @@ def structure_hash(graph: Graph) -> int:
     return hash((len(graph), len(graph.roots)))
 
 
-def _build(frames: dict, depth: dict, edges) -> tuple[Graph, dict]:
-    """New nodes for ``frames`` (id -> Frame) linked by ``edges`` ((parent id | None, child id) pairs)."""
+def _build(frames: dict, depth: dict, edges, node_ordering: bool = False) -> tuple[Graph, dict]:
+    """New nodes for ``frames`` (id -> Frame) linked by ``edges`` ((parent id | None, child id) pairs); children
+    in frame order, or in the edges' order for a node-ordered graph."""
     nodes = {nid: Node(Frame(dict(frame.attrs)), depth=depth.get(nid, 0), node_id=nid) for nid, frame in frames.items()}
     seen = set()
     for parent, child in edges:
@@ -100,15 +101,17 @@ def _build(frames: dict, depth: dict, edges) -> tuple[Graph, dict]:
         seen.add((parent, child))
         nodes[parent].children.append(nodes[child])
         nodes[child].parents.append(nodes[parent])
+    sort = (lambda kids: kids) if node_ordering else ordered
     for node in nodes.values():
         if len(node.children) > 1:
-            node.children = ordered(node.children)
-    return Graph(ordered([n for n in nodes.values() if not n.parents])), nodes
+            node.children = sort(node.children)
+    return Graph(sort([n for n in nodes.values() if not n.parents]), node_ordering=node_ordering), nodes
 
 
 def union(a: Graph, b: Graph, old_to_new: dict | None = None) -> Graph:
     """A new graph with the nodes and links of both (a call path of either side appears once); children in
-    frame order, as Hatchet's union makes them.
+    frame order, as Hatchet's union makes them -- for two node-ordered graphs (Caliper's), a node-ordered graph
+    with ``a``'s order first, then ``b``'s nodes that ``a`` lacks.
 
     ``old_to_new``, when given, receives old node -> new node for the nodes of both inputs (Hatchet's
     argument of the same name).
@@ -121,7 +124,7 @@ def union(a: Graph, b: Graph, old_to_new: dict | None = None) -> Graph:
             frames.setdefault(node.node_id, node.frame)
             depth[node.node_id] = min(depth.get(node.node_id, node.depth), node.depth)
             edges.extend((p.node_id, node.node_id) for p in node.parents)
-    out, by_id = _build(frames, depth, edges)
+    out, by_id = _build(frames, depth, edges, bool(a.node_ordering and b.node_ordering))
     if old_to_new is not None:
         for graph in (a, b):
             old_to_new.update((n, by_id[n.node_id]) for n in graph.traverse())
@@ -187,9 +190,10 @@ def by_id(graph: Graph) -> dict:
     return {n.node_id: n for n in graph.traverse()}
 
 
-def from_nodes_table(nodes: pa.Table, frame_columns=("name", "type"), cls=Graph) -> Graph:
+def from_nodes_table(nodes: pa.Table, frame_columns=("name", "type"), cls=Graph, node_ordering: bool = False) -> Graph:
     """A graph of a nodes table (node_id, parent_id, depth, frame columns, ``child_order``) in one pass.  Without
-    child orders (a lake written before schema 3, a table made from GraphFrames) siblings are in frame order."""
+    child orders (a lake written before schema 3, a table made from GraphFrames) siblings are in frame order.
+    ``node_ordering``: the graph is walked in that stored order (see perflake.frame.graph)."""
     cols = {c: nodes.column(c).to_pylist() for c in frame_columns if c in nodes.column_names}
     ids = nodes.column("node_id").to_numpy(zero_copy_only=False).astype(np.uint64).tolist()
     parents = nodes.column("parent_id").to_pylist()
@@ -214,4 +218,4 @@ def from_nodes_table(nodes: pa.Table, frame_columns=("name", "type"), cls=Graph)
             if len(node.children) > 1:
                 node.children = ordered(node.children)
         roots = ordered(roots)
-    return cls(roots)
+    return cls(roots, node_ordering=node_ordering)

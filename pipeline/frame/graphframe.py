@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 
 from perflake.errors import EmptyFilter, GraphFrameArgumentError, InvalidFilter, UsageError  # noqa: F401 (Hatchet's names live here too)
-from perflake.frame.defaults import frame_default
+from perflake.frame.defaults import frame_default, node_ordered
 from perflake.frame.graph import Graph
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
 from perflake.render.tree import RENAMED_TREE_ARGS, renamed_arguments
@@ -71,16 +71,19 @@ class GraphFrame:
 
     @classmethod
     def from_tables(cls, nodes: pa.Table, metrics: pa.Table, metric_info: list[Metric], metadata: dict | None = None,
-                    fmt: str | None = None, *, sparse: bool = False, levels=None):
+                    fmt: str | None = None, *, sparse: bool = False, levels=None, node_ordering: bool | None = None):
         """Build from a run's nodes table and metrics table (node_id, rank, thread, <metrics>); ``fmt`` (the reader
         kind) picks the default metric for that format (perflake.frame.defaults.frame_default).
 
         Dense layout: one row per (node in pre-order, location), unmeasured values NaN; ``sparse``: one row per
         row of ``metrics`` only, in the same order (what squash needs: a row a filter removed stays removed).
         The index has the levels ``rank``/``thread`` that vary, or exactly ``levels`` when given.  It is built
-        from integer codes (no hashing of Node objects).
+        from integer codes (no hashing of Node objects).  ``node_ordering`` (default: by the format and metadata,
+        perflake.frame.defaults.node_ordered) makes a node-ordered graph (perflake.frame.graph).
         """
-        graph = Graph.from_nodes_table(nodes)
+        if node_ordering is None:
+            node_ordering = node_ordered(fmt, metadata)
+        graph = Graph.from_nodes_table(nodes, node_ordering=node_ordering)
         order = np.empty(len(graph), dtype=object)
         order[:] = list(graph)
         pre_ids = np.fromiter((n.node_id for n in order), np.uint64, len(order))
@@ -153,29 +156,32 @@ class GraphFrame:
         return read_tau(dirname)
 
     @staticmethod
-    def from_caliper(filename_or_stream, query=None, node_ordering=None) -> "GraphFrame":
-        """A Caliper json-split or ``.cali`` file path (Hatchet's ``from_caliper``; ``Node order`` is used when
-        present, whatever ``node_ordering``; no CalQL ``query``)."""
+    def from_caliper(filename_or_stream, query=None, node_ordering=True) -> "GraphFrame":
+        """A Caliper json-split or ``.cali`` file path (Hatchet's ``from_caliper``; no CalQL ``query``).  With
+        ``node_ordering`` (Hatchet's default) the graph is node-ordered when the file carries Caliper's ``Node
+        order`` (children and traversals in it) or is a ``.cali`` file (then in file order, as Hatchet); else,
+        and for a json-split file without Node order (where Hatchet fails), children are walked in frame order."""
         from perflake.read import read_caliper
 
         if query is not None:
             raise UsageError("from_caliper(query=...) is not supported: perflake reads .cali files itself")
         if not isinstance(filename_or_stream, (str, os.PathLike)):
             raise UsageError("from_caliper takes a file path (perflake's readers do not read streams)")
-        return read_caliper(filename_or_stream)
+        return read_caliper(filename_or_stream, node_ordering=None if node_ordering else False)
 
     @staticmethod
-    def from_caliperreader(filename_or_caliperreader, native=False, string_attributes=None) -> "GraphFrame":
+    def from_caliperreader(filename_or_caliperreader, native=False, string_attributes=None,
+                           node_ordering=True) -> "GraphFrame":
         """A ``.cali`` file, or a ``caliperreader.CaliperReader`` that has read one (Hatchet's
-        ``from_caliperreader``: its non-native names such as ``time``)."""
+        ``from_caliperreader``: its non-native names such as ``time``; ``node_ordering`` as in from_caliper)."""
         from perflake.read import read_caliper, read_rows
         from perflake.readers.caliper_records import is_caliper_reader, read_caliper_reader
 
         if native:
             raise UsageError("from_caliperreader(native=True) is not supported: metrics get Hatchet's default names")
         if is_caliper_reader(filename_or_caliperreader):
-            return read_rows(read_caliper_reader(filename_or_caliperreader))
-        return read_caliper(filename_or_caliperreader)
+            return read_rows(read_caliper_reader(filename_or_caliperreader), None if node_ordering else False)
+        return read_caliper(filename_or_caliperreader, node_ordering=None if node_ordering else False)
 
     @staticmethod
     def from_hpctoolkit(dirname) -> "GraphFrame":
@@ -192,6 +198,14 @@ class GraphFrame:
         from perflake.interop.hpctoolkit_latest import from_hpctoolkit_latest
 
         return from_hpctoolkit_latest(dirname, *args, frame_class=cls, **kwargs)
+
+    @classmethod
+    def from_perfflowaspect(cls, filename, scan_cpu_mem=False) -> "GraphFrame":
+        """A PerfFlowAspect trace as Hatchet shows it: one node per event, ``ts``/``dur`` in seconds
+        (perflake.interop.perfflow_trace); perflake's call-path profile of it is ``perflake.read``."""
+        from perflake.interop.perfflow_trace import from_perfflowaspect
+
+        return from_perfflowaspect(filename, scan_cpu_mem, frame_class=cls)
 
     @staticmethod
     def from_gprof_dot(filename) -> "GraphFrame":

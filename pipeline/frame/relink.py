@@ -42,7 +42,7 @@ def relink(gf, frames: pa.Table, links) -> None:
             ups[id(child)].append(parent)
     for n in gf.graph:
         n.children, n.parents = kids[id(n)], ups[id(n)]
-    gf.graph = Graph(roots)
+    gf.graph = Graph(roots, node_ordering=gf.graph.node_ordering)
     gf.graph.enumerate_traverse()
     nodes = gf.dataframe.index.get_level_values("node")
     order = np.argsort(np.fromiter((n._hatchet_nid for n in nodes), np.int64, len(nodes)), kind="stable")

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from perflake.frame.graph import frame_type
+from perflake.frame.graph import frame_type, stored_preorder
 from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 FRAME_COLUMNS = ("file", "line", "end_line", "module")
@@ -105,7 +105,7 @@ def to_profile_rows(gf, kept_parent: dict[int, int | None], metrics: list[Metric
     re-derived by ``perflake.identity`` exactly as at ingest.
     """
     by_id = gf.graph.node_by_id()
-    order = [n.node_id for n in gf.graph.traverse() if n.node_id in kept_parent]
+    order = [n.node_id for n in stored_preorder(gf.graph) if n.node_id in kept_parent]  # children as stored
     local = {nid: i for i, nid in enumerate(order)}
     attrs = {}
     df = gf.dataframe

@@ -16,12 +16,16 @@ perflake reads a v4 database in two shapes, from the same reader (:mod:`perflake
   ``parallel_profiles_mode=True``: the per-thread values of every profile instead.  Every keyword of Hatchet's
   signature is accepted and applied as Hatchet applies it (the walk below follows
   ``hpctoolkit_reader_latest.py`` of llnl-hatchet 2026.2.0); ``summary_metrics`` names ``min``/``max`` columns
-  ``time:min``/``time:min (inc)`` as Hatchet does.
+  ``time:min``/``time:min (inc)`` as Hatchet does.  Node numbers are Hatchet's: a node's ``_hatchet_nid``
+  is its HPCToolkit context id (the root ``entry`` of hpctoolkit-gamess is 1195), the rows are sorted by it,
+  and ``gf.dataframe.loc[Node(None, hnid=ctx)]`` finds a node's row; operations that rebuild the graph number
+  it in pre-order again, as Hatchet's do.
 
 Where this view differs from Hatchet, on purpose (tests/test_hpctoolkit_latest.py compares with Hatchet in
 ``.bench-venv`` and asserts each difference):
 
-* Identity: sibling contexts with the same frame are one node (their values summed), as everywhere in perflake
+* Identity: sibling contexts with the same frame are one node (their values summed; its number the smallest of
+  their context ids), as everywhere in perflake
   (call-path ids, :mod:`perflake.identity`); Hatchet keeps one node per context (hpctoolkit-gamess: 11 292
   Hatchet rows, 8 399 nodes here, 8 396 call paths of names on both sides, with equal values per path).
   ``file``, ``line`` and ``module`` are kept as columns and are part of the identity (formats.md B.10); ``name``
@@ -191,7 +195,8 @@ def _entry(frames: dict, entries: list[dict]) -> int:
 def view_rows(rows: ProfileRows, *, parallel_profiles_mode: bool = False, directory_mapping=None, max_depth=None,
               min_percentage_of_application_time=None, metric_names=None, metric_scopes=None, summary_metrics=None,
               profile_ranks=None, **flags) -> tuple[ProfileRows, list[str]]:
-    """The full view's ProfileRows cut down to Hatchet's view, and the metric columns in Hatchet's order."""
+    """The full view's ProfileRows cut down to Hatchet's view, the metric columns in Hatchet's order, and each
+    view frame's local id in the full view."""
     names = list(metric_names or ["time"])
     scopes = list(metric_scopes or ["i", "e"])
     summaries = list(summary_metrics or ["sum", "min", "max"])
@@ -244,7 +249,7 @@ def view_rows(rows: ProfileRows, *, parallel_profiles_mode: bool = False, direct
                 "hpctoolkit.view_profiles": "parallel" if parallel_profiles_mode else "summary"}
     out = ProfileRows(format=rows.format, source=rows.source, frames=frame_table, values=pa.table(table),
                       metrics=_metric_info(cols), metadata=metadata, reader_version=rows.reader_version)
-    return out, order
+    return out, order, src
 
 
 def _hatchet_order(cols, local: np.ndarray, located, parallel: bool) -> list[str]:
@@ -276,10 +281,11 @@ def from_hpctoolkit_latest(dirname, directory_mapping=None, parallel_profiles_mo
     perflake's full view (every entry point and scope, the summary at rank -1) is ``from_hpctoolkit``.
     ``frame_class``: the GraphFrame class to build (``GraphFrame.from_hpctoolkit_latest`` passes its own)."""
     from perflake.ingest.normalize import normalize
+    from perflake.readers.hpctoolkit_v4 import context_ids
 
     path = os.fspath(dirname)
     rows = readers.read(path, readers.detect_among(path, ("hpctoolkit_v4",)))
-    view, order = view_rows(
+    view, order, src = view_rows(
         rows, parallel_profiles_mode=parallel_profiles_mode, directory_mapping=directory_mapping,
         max_depth=max_depth, min_percentage_of_application_time=min_percentage_of_application_time,
         metric_names=metric_names, metric_scopes=metric_scopes, summary_metrics=summary_metrics,
@@ -293,6 +299,7 @@ def from_hpctoolkit_latest(dirname, directory_mapping=None, parallel_profiles_mo
         label_function_nodes=label_function_nodes)
     n = normalize(view)
     gf = frame_class.from_tables(n.nodes, n.metrics, n.metric_info, view.metadata)
+    _number_by_context(gf, view.frames, context_ids(path)[src])
     df = gf.dataframe
     if parallel_profiles_mode:
         df = df[_measured(df, [c for c in order if c != "name"])]
@@ -302,6 +309,26 @@ def from_hpctoolkit_latest(dirname, directory_mapping=None, parallel_profiles_mo
     gf.inc_metrics = [c for c in order if c.endswith("(inc)")]
     gf.default_metric = "time (inc)" if "time (inc)" in order else None
     return gf
+
+
+def _number_by_context(gf, frames: pa.Table, ctx: np.ndarray) -> None:
+    """Hatchet's node numbers (in place): each node's ``_hatchet_nid`` is its HPCToolkit context id (Hatchet's
+    reader keeps them and never renumbers), the smallest where sibling contexts merged into one node; the rows
+    are sorted by them, as Hatchet's dataframe is.  Operations that rebuild the graph (filter, squash, copy)
+    number in pre-order again, as Hatchet's do."""
+    from perflake.frame.graphframe import _rehashed
+    from perflake.ingest.normalize import local_nodes
+
+    ids = local_nodes(frames.add_column(0, "run_id", pa.array(np.zeros(frames.num_rows, np.int32))))
+    first: dict[int, int] = {}
+    for lid, nid in zip(ids.column("local_id").to_pylist(), ids.column("node_id").to_pylist()):
+        first[nid] = min(first.get(nid, int(ctx[lid])), int(ctx[lid]))
+    for node in gf.graph:
+        node._hatchet_nid = first[node.node_id]
+    nodes = gf.dataframe.index.get_level_values("node")
+    order = np.argsort(np.fromiter((n._hatchet_nid for n in nodes), np.int64, len(nodes)), kind="stable")
+    gf.dataframe = gf.dataframe.iloc[order]
+    gf.dataframe.index = _rehashed(gf.dataframe.index)  # the nodes' numbers (their hashes) changed
 
 
 def _measured(df, metrics: list[str]) -> np.ndarray:

@@ -11,11 +11,15 @@
 ``nid`` is the node's pre-order position (Hatchet's ``_hatchet_nid``); frames hold ``name`` and ``type`` as
 Hatchet's readers make them, and file/line/module are dataframe columns.  NaN is written as null (as Hatchet's
 ``to_dict`` does: Hatchet reads it back as NaN; a file/line/end_line/module column without any value is left
-out, else Hatchet's ``tree()`` prints 'None' after every name), infinities as ``Infinity``/``-Infinity``
-(what Python's json, and so Hatchet, writes and reads; strict JSON parsers refuse them).  Numbers are written
-with ``repr``, so they read back bit for bit.  perflake adds two keys that Hatchet's reader ignores,
-``default_metric`` and ``metadata`` (the run's metadata; values JSON cannot hold are written as text), so that
-:func:`read_hatchet_json` gets back what :func:`write_hatchet_json` wrote.
+out, else Hatchet's ``tree()`` prints 'None' after every name), infinities as ``Infinity``/``-Infinity`` (what Python's json,
+and so Hatchet, writes and reads; strict JSON parsers refuse them).  Numbers are written with ``repr``, so they
+read back bit for bit.  perflake adds keys that Hatchet's reader ignores, ``default_metric``, ``metadata`` (the
+run's metadata, values JSON cannot hold written as text; a node-ordered (Caliper) graph's says so with
+``"caliper.node_order": true``), so that :func:`read_hatchet_json` gets back what :func:`write_hatchet_json` wrote.
+The nids of a node-ordered graph are its pre-order positions by frame all the same: Hatchet's ``from_json``
+makes a graph that is not node-ordered and keeps the file's nids as the nodes' numbers, which its copies then
+recompute by frame -- numbers in Node order would no longer match between a frame and its ``deepcopy`` (Hatchet's
+own ``to_json`` writes them, with that effect).
 
 **Thicket JSON** is what llnl-thicket 2026.1's ``Thicket.to_json()`` writes and ``Thicket.from_json()`` reads:
 one graph (the union of the runs' call paths, each node also listing its ``parents``), a dataframe indexed by
@@ -47,9 +51,11 @@ import pandas as pd
 import pyarrow as pa
 
 from perflake.errors import InteropError, ReaderError
+from perflake.frame.graph import frame_preorder
 from perflake.interop.hatchet import to_graphframe
 from perflake.readers.hatchet_json import load, rows_from_spec
 from perflake.readers.hatchet_layout import LOCATIONS
+from perflake.readers.node_order import NODE_ORDER_KEY
 
 EXTENSION_KEYS = ("default_metric", "metadata")
 SPARSE_ATTRIBUTES = ("file", "line", "end_line", "module")  # left out of the records when no node has a value
@@ -113,7 +119,9 @@ def _row_columns(gf, position: dict[int, int], extra: dict[str, list] | None = N
 def to_dict(gf, *, extensions: bool = True) -> dict:
     """The GraphFrame in Hatchet's JSON layout, as a dict (module docstring); ``extensions=False`` leaves out
     perflake's two extra keys (what Hatchet's own ``to_dict``/``to_json`` write, key for key)."""
-    nodes = list(gf.graph)
+    # nids: the pre-order positions by frame, which Hatchet's from_json keeps as the nodes' numbers and its own
+    # operations (copy, deepcopy) recompute; a node-ordered (Caliper) graph's own numbers would not survive them
+    nodes = frame_preorder(gf.graph) if gf.graph.node_ordering else list(gf.graph)
     position = {id(n): i for i, n in enumerate(nodes)}
     graph = []
     for root in gf.graph.roots:
@@ -124,7 +132,8 @@ def to_dict(gf, *, extensions: bool = True) -> dict:
            "dataframe": _records(_row_columns(gf, position)),
            "inclusive_metrics": list(gf.inc_metrics), "exclusive_metrics": list(gf.exc_metrics)}
     if extensions:
-        out.update(default_metric=gf.default_metric, metadata=_jsonable(gf.metadata))
+        metadata = {**gf.metadata, NODE_ORDER_KEY: True} if gf.graph.node_ordering else gf.metadata
+        out.update(default_metric=gf.default_metric, metadata=_jsonable(metadata))
     return out
 
 

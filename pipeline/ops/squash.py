@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from perflake.engine import duck, sqlfiles
+from perflake.frame.graph import stored_preorder
 from perflake.frame.tables import metric_roles, node_ids, to_profile_rows
 from perflake.ingest.normalize import MAX_DEPTH, normalize
 from perflake.vocabulary import INCLUSIVE, OTHER, Metric
@@ -47,8 +48,8 @@ def _kept_parents(gf, kept: set) -> tuple[dict, dict]:
 
 def _dag_links(gf, parents: dict, extra: dict) -> list:
     """Every link of the squashed graph as (parent local id | -1, child local id), local ids as
-    frame_tables.to_profile_rows numbers the kept nodes (traversal order)."""
-    order = [n.node_id for n in gf.graph.traverse() if n.node_id in parents]
+    frame_tables.to_profile_rows numbers the kept nodes (stored order)."""
+    order = [n.node_id for n in stored_preorder(gf.graph) if n.node_id in parents]
     local = {nid: i for i, nid in enumerate(order)}
     links = []
     for nid in order:
@@ -90,7 +91,8 @@ def squash(gf, *, update_inclusive_columns: bool = True):
     present = n.metrics.filter(pc.is_valid(n.metrics.column(marker))).drop_columns([marker])
     info = [m for m in n.metric_info if m.name != marker]
     levels = [lv for lv in df.index.names if lv in ("rank", "thread")]
-    out = type(gf).from_tables(n.nodes, present, info, gf.metadata, sparse=True, levels=levels)
+    out = type(gf).from_tables(n.nodes, present, info, gf.metadata, sparse=True, levels=levels,
+                               node_ordering=gf.graph.node_ordering)
     if extra:  # a DAG: a node keeps a link to each nearest kept ancestor (Hatchet's squash), inclusive values over them
         from perflake.frame.relink import relink
         from perflake.ops.inclusive import update_inclusive_columns as recompute_inclusive

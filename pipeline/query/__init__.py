@@ -18,7 +18,14 @@ Differences from llnl-hatchet 2026.2.0 (each covered by a test):
 
 * two consecutive wildcard elements (e.g. ``"+"`` then ``"*"``) match like a regular expression; Hatchet
   looks one element ahead only, so its answer can depend on siblings;
-* ``p... OR q...`` across two variables is a QueryError (Hatchet silently reads it as AND);
+* ``p... OR q...`` across two variables is read as Hatchet reads it (each variable's conditions grouped with
+  their own AND/OR, the variables' predicates all required: ``p.a OR p.b AND q.c`` is ``(p.a OR p.b) AND q.c``),
+  since a condition tests one node and no node-wise reading of "either node" exists; inside parentheses (a
+  perflake extension, where the grouping is explicit) it is an InvalidQueryPath;
+* ``query.query_pattern`` is Hatchet's view (expanded ``(quantifier, callable)``), built on demand: the dialects'
+  callables are perflake's predicates evaluated on the one row given (perflake.query.row_predicate), not
+  Hatchet's generated lambdas; QueryEngine's private methods (``_cache_node``, ``_match_1``, ``_match_pattern``,
+  ``_match_0_or_more``...) are Hatchet internals perflake does not have;
 * extensions: ``callpath_id`` (perflake's 64-bit call-path id; ``node_id``/``_hatchet_nid`` are Hatchet's
   pre-order numbers), parentheses in WHERE, case-insensitive keywords, ``<>``, frame attributes such as ``type``;
 * ``multi_index_mode``: "off" (Hatchet's default) on a frame indexed by node plus rank/thread raises

@@ -28,6 +28,7 @@ NUMERIC_OPS = ("==", "!=", "<", "<=", ">", ">=")
 STRING_OPS = ("str==", "starts", "ends", "contains", "regex", "fullregex")
 UNARY_OPS = ("is_nan", "is_not_nan", "is_inf", "is_not_inf", "is_none", "is_not_none", "is_leaf", "is_not_leaf")
 AUTO_OP = "auto"  # object dialect: a regex for a string column, "<op> <number>" for a numeric one, decided per column
+INVALID_OP = "invalid"  # object dialect: a value of no usable type, refused when the query is applied
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Cond:
     """One condition on one attribute of a node.  ``pos`` locates it in the query (character offset in a
     string-dialect query, element index in an object-dialect one) for error messages."""
 
-    attr: str | None
+    attr: str | tuple | None
     op: str
     value: object = None
     pos: int | None = None
@@ -180,6 +181,15 @@ class Query(AbstractQuery):
             else:
                 out.append((el.quantifier, el.predicate))
         return out
+
+    @property
+    def query_pattern(self) -> list[tuple[str, Callable]]:
+        """Hatchet's view of the query: the expanded elements as ``(quantifier, predicate)`` with ``"."`` or
+        ``"*"`` and a callable taking one node's row (a dict, a Series, or the DataFrame of its rows) and
+        returning a bool (perflake.query.row_predicate)."""
+        from perflake.query.row_predicate import row_callable
+
+        return [(q, row_callable(p, self.multi_index_mode, self.source)) for q, p in self.expanded()]
 
     def __len__(self):
         return len(self.expanded())

@@ -7,7 +7,11 @@ quantifier (predicate always true).  In a dict, all ``attr: value`` pairs must h
 * a string: for a string attribute, a regex matched as Hatchet does (``re.match(value + r"\\Z", text)``, i.e.
   anchored at both ends except across a top-level ``|``); for a numeric attribute, a comparison
   ``"<op> <number>"`` with op one of ``< <= == != <> > >=`` (``"> 10"``, ``"<= 5"``, ``"== nan"``);
-* a list or tuple of the above: all must hold.
+* a list or tuple of the above: all must hold;
+* anything else is refused with InvalidQueryFilter when the query is applied (as Hatchet refuses it).
+
+An attribute is a column name, or a tuple naming a column of a dataframe whose columns have several levels
+(Thicket's); a tuple of one name is that name.
 
 Attributes are the dataframe's columns plus ``depth``, ``node_id`` (perflake's 64-bit call-path id) and
 ``is_leaf``.  Errors name the element by its index (``QueryError.position``).
@@ -20,7 +24,7 @@ import re
 from numbers import Real
 
 from perflake.errors import InvalidQueryFilter, InvalidQueryPath
-from perflake.query.model import AUTO_OP, TRUE, And, Cond, Element, Query, check_quantifier
+from perflake.query.model import AUTO_OP, INVALID_OP, TRUE, And, Cond, Element, Query, check_quantifier
 
 _COMPARISON = re.compile(r"^\s*(<=|>=|==|!=|<>|<|>)\s*(.*?)\s*$")
 NODE_NUMERIC = ("depth", "node_id", "_hatchet_nid", "callpath_id")
@@ -60,9 +64,7 @@ def _single(attr: str, value, pos) -> Cond:
         if attr in NODE_NUMERIC:
             return comparison_cond(attr, value, pos)
         return Cond(attr, AUTO_OP, value, pos)
-    raise InvalidQueryFilter(f"query element {pos}: the value for {attr!r} must be a number, a string or a list of "
-                             "them, "
-                     f"not {type(value).__name__}", position=pos)
+    return Cond(attr, INVALID_OP, value, pos)  # refused when applied, as Hatchet refuses it (InvalidQueryFilter)
 
 
 def predicate_from_dict(filters: dict, pos: int):
@@ -70,8 +72,11 @@ def predicate_from_dict(filters: dict, pos: int):
     out = []
     for key, value in filters.items():
         attr = key[0] if isinstance(key, (tuple, list)) and len(key) == 1 else key
-        if not isinstance(attr, str):
-            raise InvalidQueryFilter(f"query element {pos}: attribute names must be strings, not {key!r}", position=pos)
+        if isinstance(attr, list):
+            attr = tuple(attr)
+        if not (isinstance(attr, str) or (isinstance(attr, tuple) and attr)):  # a tuple names a MultiIndex column
+            raise InvalidQueryFilter(f"query element {pos}: attribute names must be strings (or tuples naming a "
+                                     f"column of several levels), not {key!r}", position=pos)
         values = value if isinstance(value, (list, tuple)) else [value]
         if not values:
             raise InvalidQueryFilter(f"query element {pos}: empty list of conditions for {attr!r}", position=pos)

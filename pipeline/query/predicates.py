@@ -1,8 +1,9 @@
 r"""Predicates evaluated for all nodes at once: one boolean per node of the graph (pre-order positions).
 
 The inputs are the dataframe's columns plus ``depth``, ``node_id`` and ``_hatchet_nid`` (Hatchet's meaning: the
-node's position in the graph's pre-order), ``callpath_id`` (perflake's 64-bit call-path id), ``is_leaf`` and the
-frame attributes that are not columns (``type``).  How a node with several rows (ranks, threads) is read:
+node's number, its position in the graph's pre-order unless a view numbered it otherwise), ``callpath_id``
+(perflake's 64-bit call-path id), ``is_leaf`` and the frame attributes that are not columns (``type``).  How a
+node with several rows (ranks, threads) is read:
 
 * ``"off"`` (default, Hatchet's): one row per node; a frame indexed by node plus rank/thread is refused
   (MultiIndexModeMismatch, raised by the engine, as Hatchet's dialects refuse it);
@@ -41,8 +42,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pandas.api import types as ptypes
 
-from perflake.errors import QueryError
-from perflake.query.model import AUTO_OP, NUMERIC_OPS, STRING_OPS, And, Call, Cond, Not, Or, conds
+from perflake.errors import InvalidQueryFilter, QueryError
+from perflake.query.model import AUTO_OP, INVALID_OP, NUMERIC_OPS, STRING_OPS, And, Call, Cond, Not, Or, conds
 from perflake.query.object_dialect import comparison_cond
 
 _NUM = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
@@ -89,7 +90,8 @@ class NodeTable:
         if attr == "depth":
             return pd.Series(t.depth), False
         if attr in ("node_id", "_hatchet_nid"):
-            return pd.Series(np.arange(self.n, dtype=np.int64)), False  # pre-order position, as _hatchet_nid
+            # Hatchet's node numbers: the pre-order position, or the number a view gave (HPCToolkit's ctx ids)
+            return pd.Series(np.fromiter((n._hatchet_nid for n in t.nodes), np.int64, self.n)), False
         if attr == "callpath_id":
             return pd.Series(t.node_ids), False
         if attr == "is_leaf":
@@ -177,9 +179,10 @@ def _row_positions(index: pd.Index, node_ids: np.ndarray) -> np.ndarray:
 
 
 def _fail(cond: Cond, message: str, source: str | None):
+    """A condition that cannot be tested on its attribute's values (Hatchet's InvalidQueryFilter)."""
     if source is None:
-        return QueryError(f"query element {cond.pos}: {message}", position=cond.pos)
-    return QueryError(message, query=source, position=cond.pos)
+        return InvalidQueryFilter(f"query element {cond.pos}: {message}", position=cond.pos)
+    return InvalidQueryFilter(message, query=source, position=cond.pos)
 
 
 def _leaf(cond: Cond, table: NodeTable, source: str | None) -> np.ndarray:
@@ -193,6 +196,9 @@ def _leaf(cond: Cond, table: NodeTable, source: str | None) -> np.ndarray:
 
 def _test(cond: Cond, s: pd.Series, source) -> np.ndarray:
     kind, op = _kind(s), cond.op
+    if op == INVALID_OP:
+        raise _fail(cond, f"the value for {cond.attr!r} must be a number, a string or a list of them, not "
+                          f"{type(cond.value).__name__}", source)
     if op == AUTO_OP:  # object dialect: a regex for strings, a comparison string for numbers
         if kind == "num":
             cond = comparison_cond(cond.attr, cond.value, cond.pos)

@@ -9,11 +9,17 @@
 joined by ``->``.  ``WHERE`` is a boolean expression (``NOT`` > ``AND`` > ``OR``, parentheses) over conditions
 ``var."attr" <op>`` with ``= <string|number>``, ``STARTS WITH``, ``ENDS WITH``, ``CONTAINS``, ``=~ <regex>``
 (``re.match``: anchored at the start only, as in Hatchet), ``< <= > >= <number>``, ``IS [NOT] NAN|INF|NONE``,
-and ``var IS [NOT] LEAF``.  The conditions on one variable form that element's predicate; conditions on
-different variables can only be joined by a top-level ``AND`` (QueryError otherwise: Hatchet silently reads
-``p... OR q...`` as AND).  Keywords are case-insensitive.  Compound queries: ``{MATCH ...} OR {MATCH ...}``
-or ``MATCH ... WHERE {cond} AND {cond}`` with ``AND``/``OR``/``XOR``, applied left to right.
-Every error is a QueryError whose ``position`` is the offending token's offset.
+and ``var IS [NOT] LEAF``; the attribute may be Hatchet's ``var.("name")`` or ``var.("level 1", "level 2")``
+(a column of several levels).  The conditions on one variable form that element's predicate.  A condition tests
+one node, so ``p... OR q...`` cannot mean "either node": without parentheses it is read as Hatchet reads it,
+each variable's conditions grouped in their written order with their own AND/OR and the variables' predicates
+all required (``p.a OR p.b AND q.c`` is ``(p.a OR p.b) AND q.c``: :func:`_per_variable`); inside parentheses
+(a perflake extension, where the grouping is explicit) it is an error.  Keywords are case-insensitive.
+Compound queries: ``{MATCH ...} OR {MATCH ...}`` or ``MATCH ... WHERE {cond} AND {cond}`` with
+``AND``/``OR``/``XOR``, applied left to right.
+Every error is an InvalidQueryPath (Hatchet's class for a query it cannot parse; a QueryError) whose ``position``
+is the offending token's offset; a condition that does not fit its attribute's values (``> 5`` on a string) is an
+InvalidQueryFilter when the query is applied.
 """
 
 from __future__ import annotations
@@ -21,93 +27,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from perflake.errors import QueryError
+from perflake.errors import InvalidQueryPath, QueryError
 from perflake.query.model import TRUE, And, Cond, Element, Not, Or, Query
-
-# -- tokens: keywords, names, quoted strings, numbers, punctuation, each with its offset ---------------------
-KEYWORDS = frozenset(("MATCH", "WHERE", "AND", "OR", "XOR", "NOT", "IS", "NAN", "INF", "NONE", "LEAF", "STARTS",
-                      "ENDS", "WITH", "CONTAINS"))
-_PUNCT = ("->", "=~", "<=", ">=", "=", "<", ">", "(", ")", ",", ".", "{", "}")
-_NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ESCAPES = {'"': '"', "'": "'", "\\": "\\"}
-
-
-@dataclass(frozen=True)
-class Token:
-    kind: str  # "kw", "name", "string", "number", "punct", "end"
-    text: str  # the keyword upper-cased, the punctuation, the name, or the source text of a string/number
-    value: object
-    pos: int
-
-    def describe(self) -> str:
-        return "the end of the query" if self.kind == "end" else repr(self.text)
-
-
-def one_line(text: str) -> str:
-    """The query with line breaks and tabs as spaces, so that a caret under an offset lines up."""
-    return re.sub(r"[\r\n\t\f\v]", " ", text)
-
-
-def _string(text: str, start: int) -> tuple[str, int]:
-    quote, i, out = text[start], start + 1, []
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text):
-            nxt = text[i + 1]
-            out.append(_ESCAPES.get(nxt, "\\" + nxt))  # other escapes (\d, \w, ...) are kept for regexes
-            i += 2
-        elif ch == quote:
-            return "".join(out), i + 1
-        else:
-            out.append(ch)
-            i += 1
-    raise QueryError("unterminated string", query=one_line(text), position=start)
-
-
-def tokenize(text: str) -> list[Token]:
-    """All tokens of ``text`` followed by an ``end`` token; QueryError at the first character that starts none."""
-    tokens, i, n = [], 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch.isspace():
-            i += 1
-            continue
-        if ch in "\"'":
-            value, end = _string(text, i)
-            tokens.append(Token("string", text[i:end], value, i))
-            i = end
-            continue
-        if text.startswith("->", i):
-            tokens.append(Token("punct", "->", None, i))
-            i += 2
-            continue
-        m = _NUMBER.match(text, i)
-        if m and (ch.isdigit() or ch == "-" or (ch == "." and m.end() > i + 1)):
-            raw = m.group()
-            value = int(raw) if re.fullmatch(r"-?\d+", raw) else float(raw)
-            tokens.append(Token("number", raw, value, i))
-            i = m.end()
-            continue
-        m = _NAME.match(text, i)
-        if m:
-            word = m.group()
-            if word.upper() in KEYWORDS:
-                tokens.append(Token("kw", word.upper(), word, i))
-            else:
-                tokens.append(Token("name", word, word, i))
-            i = m.end()
-            continue
-        for p in _PUNCT:
-            if text.startswith(p, i):
-                tokens.append(Token("punct", p, None, i))
-                i += len(p)
-                break
-        else:
-            raise QueryError(f"unexpected character {ch!r}", query=one_line(text), position=i)
-    tokens.append(Token("end", "", None, n))
-    return tokens
-
+from perflake.query.tokens import KEYWORDS, Token, one_line, tokenize  # noqa: F401  (KEYWORDS, Token: re-exported)
 
 # -- parser ------------------------------------------------------------------------------------------------------
 _COMPARE = {"<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -151,7 +73,7 @@ class _Parser:
 
     def error(self, message: str, tok: Token | None = None):
         tok = tok or self.tok
-        return QueryError(message, query=self.line, position=tok.pos)
+        return InvalidQueryPath(message, query=self.line, position=tok.pos)
 
     def at(self, kind: str, text: str | None = None) -> bool:
         return self.tok.kind == kind and (text is None or self.tok.text == text)
@@ -197,11 +119,16 @@ class _Parser:
             return self.build(path, variables, None)
         self.i += 1
         if not self.at("punct", "{"):
-            return self.build(path, variables, self.or_expr())
-        result = self.build(path, variables, self.braced(self.or_expr))
+            return self.build(path, variables, *self.where())
+        result = self.build(path, variables, *self.braced(self.where))
         while (op := self.setop()) is not None:
-            result = _combine(op, result, self.build(path, variables, self.braced(self.or_expr)))
+            result = _combine(op, result, self.build(path, variables, *self.braced(self.where)))
         return result
+
+    def where(self):
+        """(the WHERE expression, whether it used parentheses)."""
+        self.grouped = False
+        return self.or_expr(), self.grouped
 
     def path(self):
         nodes, variables = [], {}
@@ -236,21 +163,25 @@ class _Parser:
         raise self.error(f"expected a quantifier (\".\", \"*\", \"+\" or an integer >= 1) or a variable, "
                          f"found {tok.describe()}")
 
-    def build(self, quantifiers, variables, where) -> "StringQuery":
+    def build(self, quantifiers, variables, where, grouped: bool = False) -> "StringQuery":
         preds: dict[str, list] = {}
         if where is not None:
+            for leaf in _leaves(where):
+                if leaf.var not in variables:
+                    raise InvalidQueryPath(f"variable {leaf.var!r} is not declared in MATCH", query=self.line,
+                                     position=leaf.var_pos)
             conjuncts = list(where.args) if isinstance(where, And) else [where]
+            mixed = [c for c in conjuncts if len({leaf.var for leaf in _leaves(c)}) > 1]
+            if mixed and not grouped:  # p... OR q... without parentheses: Hatchet's reading, per variable
+                conjuncts = _per_variable(where)
             for c in conjuncts:
                 leaves = _leaves(c)
                 names = list(dict.fromkeys(leaf.var for leaf in leaves))
-                for leaf in leaves:
-                    if leaf.var not in variables:
-                        raise QueryError(f"variable {leaf.var!r} is not declared in MATCH", query=self.line,
-                                         position=leaf.var_pos)
                 if len(names) > 1:
                     other = next(leaf for leaf in leaves if leaf.var != names[0])
-                    raise QueryError(f"conditions on different variables ({names[0]!r}, {other.var!r}) can only be "
-                                     f"joined by a top-level AND", query=self.line, position=other.var_pos)
+                    raise InvalidQueryPath(f"conditions on different variables ({names[0]!r}, {other.var!r}) joined by "
+                                     f"OR inside parentheses: a condition can only test one node",
+                                     query=self.line, position=other.var_pos)
                 preds.setdefault(names[0], []).append(_strip(c))
         elements = []
         for i, quant in enumerate(quantifiers):
@@ -281,6 +212,7 @@ class _Parser:
             return Not(self.not_expr())
         if self.at("punct", "("):
             self.i += 1
+            self.grouped = True
             inner = self.or_expr()
             self.take("punct", ")", what="')'")
             return inner
@@ -294,11 +226,30 @@ class _Parser:
             self.take("kw", "LEAF", what="LEAF (or '.' and an attribute)")
             return _Leaf(var.text, var.pos, Cond(None, "is_not_leaf" if negate else "is_leaf", None, op_tok.pos))
         self.take("punct", ".", what="'.' and an attribute")
-        prop = self.tok
-        if prop.kind not in ("string", "name", "number"):
-            raise self.error(f"expected an attribute name, found {prop.describe()}")
+        return _Leaf(var.text, var.pos, self.operation(self.attribute(), self.tok))
+
+    def attribute(self):
+        """``"name"`` (or a bare name or number), or Hatchet's ``("name")`` / ``("level 1", "level 2", ...)``:
+        a parenthesised list names a column of several levels (a tuple), or with one item that item."""
+        if not self.at("punct", "("):
+            prop = self.tok
+            if prop.kind not in ("string", "name", "number"):
+                raise self.error(f"expected an attribute name, found {prop.describe()}")
+            self.i += 1
+            return str(prop.value)
         self.i += 1
-        return _Leaf(var.text, var.pos, self.operation(str(prop.value), self.tok))
+        ids = []
+        while True:
+            prop = self.tok
+            if prop.kind not in ("string", "number"):
+                raise self.error(f"expected a quoted attribute name or an integer, found {prop.describe()}")
+            self.i += 1
+            ids.append(prop.value)
+            if not self.at("punct", ","):
+                break
+            self.i += 1
+        self.take("punct", ")", what="')'")
+        return str(ids[0]) if len(ids) == 1 else tuple(ids)
 
     def operation(self, attr: str, op: Token) -> Cond:
         self.i += 1
@@ -335,6 +286,34 @@ class _Parser:
                          f"found {op.describe()}", op)
 
 
+def _per_variable(where) -> list:
+    """Hatchet's reading of a WHERE clause without parentheses that joins conditions on different variables with
+    OR: the conditions are taken in their written order, each with the AND/OR written before it, and grouped by
+    variable; each variable's sequence (its first connective dropped) is read with AND before OR, and the
+    variables' predicates must all hold -- ``p.a OR p.b AND q.c`` is ``(p.a OR p.b) AND q.c``."""
+    groups = list(where.args) if isinstance(where, Or) else [where]
+    sequence = []  # (connective or None, item)
+    for g, group in enumerate(groups):
+        items = list(group.args) if isinstance(group, And) else [group]
+        for k, item in enumerate(items):
+            sequence.append(("OR" if g and not k else "AND" if k else None, item))
+    by_var: dict[str, list] = {}
+    for conn, item in sequence:
+        by_var.setdefault(_leaves(item)[0].var, []).append([conn, item])
+    out = []
+    for items in by_var.values():
+        ors, current = [], []
+        for k, (conn, item) in enumerate(items):
+            if k and conn == "OR":
+                ors.append(current)
+                current = []
+            current.append(item)
+        ors.append(current)
+        ands = [a[0] if len(a) == 1 else And(tuple(a)) for a in ors]
+        out.append(ands[0] if len(ands) == 1 else Or(tuple(ands)))
+    return out
+
+
 def _combine(op: str, left, right):
     from perflake.query.compound import ConjunctionQuery, DisjunctionQuery, ExclusiveDisjunctionQuery
 
@@ -349,7 +328,7 @@ class StringQuery(Query):
         super().__init__(multi_index_mode)
         parsed = parse_string_dialect(text, multi_index_mode)
         if not isinstance(parsed, StringQuery):
-            raise QueryError("this query combines sub-queries with {...}: build it with parse_string_dialect()",
+            raise InvalidQueryPath("this query combines sub-queries with {...}: build it with parse_string_dialect()",
                              query=one_line(text), position=0)
         self.elements, self.source = parsed.elements, parsed.source
 

@@ -1,2 +1,2 @@
-# Hatchet's json-split reader class name -> perflake's json-split reader (another API: read(path) -> ProfileRows)
-from perflake.readers.caliper_json import Reader as CaliperReader  # noqa: F401
+# Hatchet's reader class name -> perflake's (read() gives the GraphFrame from_* gives)
+from perflake.interop.hatchet_readers import CaliperReader  # noqa: F401

@@ -1,2 +1,2 @@
-# Hatchet's HPCToolkit (experiment.xml) reader class name -> perflake's (another API: read(path) -> ProfileRows)
-from perflake.readers.hpctoolkit import Reader as HPCToolkitReader  # noqa: F401
+# Hatchet's reader class name -> perflake's (read() gives the GraphFrame from_* gives)
+from perflake.interop.hatchet_readers import HPCToolkitReader  # noqa: F401

@@ -1,0 +1,2 @@
+# Hatchet's reader class name -> perflake's (read() gives the GraphFrame from_* gives)
+from perflake.interop.hatchet_readers import CaliperNativeReader  # noqa: F401
