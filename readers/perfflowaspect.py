@@ -34,8 +34,17 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.errors import ReaderError
-from perflake.readers.base import (FRAME_SCHEMA, INCLUSIVE, INT32_MAX, OTHER, Metric, ProfileRows, check_frames,
-                                   check_text, shown)
+from perflake.readers.base import (
+    FRAME_SCHEMA,
+    INCLUSIVE,
+    INT32_MAX,
+    OTHER,
+    Metric,
+    ProfileRows,
+    check_frames,
+    check_text,
+    shown,
+)
 
 _HEAD = 1 << 16
 _EVENT_KEYS = re.compile(rb'"ph"\s*:')
@@ -202,7 +211,8 @@ class Reader:
                           "file": pa.nulls(n, pa.string()), "line": pa.nulls(n, pa.int64()),
                           "end_line": pa.nulls(n, pa.int64()), "module": [f[2] for f in frames]}, schema=FRAME_SCHEMA)
         values = pa.table({"local_id": pa.array(np.asarray(local, np.int32)),
-                           "rank": pa.array(np.asarray(rank, np.int32)), "thread": pa.array(np.asarray(thread, np.int32)),
+                           "rank": pa.array(np.asarray(rank, np.int32)),
+                           "thread": pa.array(np.asarray(thread, np.int32)),
                            "time (inc)": pa.array(np.asarray(inc, np.float64) * US),
                            "count": pa.array(np.asarray(count, np.float64))})
         return ProfileRows(format=self.kind, source=path, frames=check_frames(path, table), values=values,
