@@ -10,16 +10,16 @@
 
 ``nid`` is the node's pre-order position (Hatchet's ``_hatchet_nid``); frames hold ``name`` and ``type`` as
 Hatchet's readers make them, and file/line/module are dataframe columns.  NaN is written as null (as Hatchet's
-``to_dict`` does: Hatchet reads it back as NaN; a file/line/end_line/module column without any value is left
-out, else Hatchet's ``tree()`` prints 'None' after every name), infinities as ``Infinity``/``-Infinity``
-(what Python's json, and so Hatchet, writes and reads; strict JSON parsers refuse them).  Numbers are written
-with ``repr``, so they read back bit for bit.  perflake adds keys that Hatchet's reader ignores,
-``default_metric``, ``metadata`` (the run's metadata, values JSON cannot hold written as text; a node-ordered (Caliper) graph's says so with
+``to_dict`` does: Hatchet reads it back as NaN; a file/line/end_line/module column without any value is left out,
+else Hatchet's ``tree()`` prints 'None' after every name), infinities as ``Infinity``/``-Infinity`` (what Python's
+json, and so Hatchet, writes and reads; strict JSON parsers refuse them).  Numbers are written with ``repr``, so
+they read back bit for bit.  perflake adds keys that Hatchet's reader ignores, ``default_metric``, ``metadata`` (the
+run's metadata, values JSON cannot hold written as text; a node-ordered (Caliper) graph's says so with
 ``"caliper.node_order": true``), so that :func:`read_hatchet_json` gets back what :func:`write_hatchet_json` wrote.
-The nids of a node-ordered graph are its pre-order positions by frame all the same: Hatchet's ``from_json``
-makes a graph that is not node-ordered and keeps the file's nids as the nodes' numbers, which its copies then
-recompute by frame -- numbers in Node order would no longer match between a frame and its ``deepcopy`` (Hatchet's
-own ``to_json`` writes them, with that effect).
+The nids of a node-ordered graph are its pre-order positions by frame all the same: Hatchet's ``from_json`` makes a
+graph that is not node-ordered and keeps the file's nids as the nodes' numbers, which its copies then recompute by
+frame -- numbers in Node order would no longer match between a frame and its ``deepcopy`` (Hatchet's own ``to_json``
+writes them, with that effect).
 
 **Thicket JSON** is what llnl-thicket 2026.1's ``Thicket.to_json()`` writes and ``Thicket.from_json()`` reads:
 one graph (the union of the runs' call paths, each node also listing its ``parents``), a dataframe indexed by
