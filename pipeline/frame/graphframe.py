@@ -25,6 +25,7 @@ import pyarrow as pa
 from perflake.errors import EmptyFilter, GraphFrameArgumentError, InvalidFilter, UsageError  # noqa: F401 (Hatchet's names live here too)
 from perflake.frame.defaults import frame_default, node_ordered
 from perflake.frame.graph import Graph
+from perflake.frame.tables import rehashed as _rehashed
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
 from perflake.render.tree import RENAMED_TREE_ARGS, renamed_arguments
 
@@ -34,15 +35,6 @@ EXTRA_FRAME_COLUMNS = ("file", "module", "line", "end_line")
 def _typed_column(values: np.ndarray, index, integral: bool) -> pd.Series:
     """Text object dtype (not pandas 3's string dtype); a line column int64 when every line is known."""
     return pd.Series(values.astype(np.int64), index=index) if integral else pd.Series(values, index=index, dtype=object)
-
-
-def _rehashed(index: pd.Index) -> pd.Index:
-    """The same index rebuilt, so that pandas hashes its Node values anew."""
-    if isinstance(index, pd.MultiIndex):
-        level = index.names.index("node")
-        fresh = pd.Index(list(index.levels[level]), dtype=object, name="node")
-        return index.set_levels(fresh, level=level, verify_integrity=False)
-    return pd.Index(list(index), dtype=object, name=index.name)
 
 
 class GraphFrame:

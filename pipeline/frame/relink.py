@@ -19,7 +19,7 @@ import pyarrow as pa
 def relink(gf, frames: pa.Table, links) -> None:
     """Give ``gf`` (in place) the links of its input (module docstring)."""
     from perflake.frame.graph import Graph
-    from perflake.frame.graphframe import _rehashed
+    from perflake.frame.tables import rehashed as _rehashed
     from perflake.ingest.normalize import local_nodes
 
     ids = local_nodes(frames.add_column(0, "run_id", pa.array(np.zeros(frames.num_rows, np.int32))))

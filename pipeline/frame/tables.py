@@ -147,3 +147,12 @@ def to_profile_rows(gf, kept_parent: dict[int, int | None], metrics: list[Metric
         values[m.name] = pa.array(sub[m.name].to_numpy(dtype=np.float64, na_value=np.nan), pa.float64())
     return ProfileRows(format="graphframe", source="<GraphFrame>", frames=frames, values=pa.table(values),
                        metrics=metrics, metadata=dict(gf.metadata))
+
+
+def rehashed(index: pd.Index) -> pd.Index:
+    """The same index rebuilt, so that pandas hashes its Node values anew."""
+    if isinstance(index, pd.MultiIndex):
+        level = index.names.index("node")
+        fresh = pd.Index(list(index.levels[level]), dtype=object, name="node")
+        return index.set_levels(fresh, level=level, verify_integrity=False)
+    return pd.Index(list(index), dtype=object, name=index.name)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 
 def _frame_class():
-    from perflake.frame.graphframe import GraphFrame
+    from perflake.read import frame_class
 
-    return GraphFrame
+    return frame_class()
 
 
 class _Reader:

@@ -316,7 +316,7 @@ def _number_by_context(gf, frames: pa.Table, ctx: np.ndarray) -> None:
     reader keeps them and never renumbers), the smallest where sibling contexts merged into one node; the rows
     are sorted by them, as Hatchet's dataframe is.  Operations that rebuild the graph (filter, squash, copy)
     number in pre-order again, as Hatchet's do."""
-    from perflake.frame.graphframe import _rehashed
+    from perflake.frame.tables import rehashed as _rehashed
     from perflake.ingest.normalize import local_nodes
 
     ids = local_nodes(frames.add_column(0, "run_id", pa.array(np.zeros(frames.num_rows, np.int32))))
