@@ -1,13 +1,15 @@
 -- name: statsframe_quantiles
--- purpose: sql/statsframe_moments.sql plus quantiles, in the same one pass over the values of an Ensemble's
---          dataframe (linear interpolation, as numpy's and pandas' default).  NULL and NaN values are skipped,
---          as pandas' groupby statistics skip NaN
+-- purpose: per column and call path, in one pass over the values of an Ensemble's dataframe: the count, sum,
+--          mean, variance, standard deviation, extremes and the quantiles asked for (linear interpolation, as
+--          numpy's and pandas' default).  With $probs empty the quantiles column is not selected, so DuckDB
+--          drops that aggregate, which must keep every value.  NULL and NaN values are skipped, as pandas'
+--          groupby statistics skip NaN
 -- params: $ddof, $probs
 --         $ddof: delta degrees of freedom of var/std (divisor count - $ddof; pandas' default is 1);
---         $probs: LIST of probabilities in [0, 1]
+--         $probs: LIST of probabilities in [0, 1], possibly empty
 -- input: stat_values_t(col, node_id, profile, value): one row per dataframe row and requested column
 -- output: col, node_id, count, sum, mean, var, std (both NULL when count <= $ddof), min, max,
---         quantiles (LIST, one per $probs entry); only call paths with at least one value
+--         and with a non-empty $probs quantiles (LIST, one per $probs entry); only call paths with a value
 with kept as (
     select
         col,
@@ -47,4 +49,4 @@ final as (
     from moments
 )
 
-select * from final
+select columns(lambda c: c != 'quantiles' or len($probs) > 0) from final
