@@ -25,7 +25,7 @@ children as (
         l.rank,
         l.thread,
         l.metric,
-        sum(l.value) as value
+        fsum(l.value) as value  -- compensated: the same result whatever order the join gives
     from long as l
     inner join edges_t as e on l.run_id = e.run_id and l.node_id = e.child_id
     where e.parent_id is not null

@@ -21,7 +21,7 @@ final as (
         node_id,
         rank::integer as rank,
         thread::integer as thread,
-        sum(columns(lambda c: list_contains($metrics, c)))::double
+        fsum(columns(lambda c: list_contains($metrics, c)))::double  -- compensated: order-independent
     from joined
     group by run_id, node_id, rank, thread
 )
