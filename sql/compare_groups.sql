@@ -2,7 +2,7 @@
 -- purpose: two groups of runs side by side per call path, union semantics: a path measured on one side
 --          only is kept with NULL on the other and marked in status; biggest regressions (b - a) first
 -- params: none
--- input: group_stats_t(group_id, node_id, count, mean) from sql/ensemble_stats.sql with group 0 = side A
+-- input: group_stats_t(group_id, node_id, count, mean) from sql/value_stats.sql (key group_id) with group 0 = side A
 --        and group 1 = side B (mean = mean over the group's runs of each run's mean over locations)
 -- output: node_id, a, b, runs_a, runs_b (runs with a value), diff (b - a), ratio (b / a), speedup (a / b),
 --         status ('both' | 'only a' | 'only b'); ratio and speedup NULL where the divisor is 0

@@ -7,9 +7,9 @@ strong-scaling study reads time per rank); for a sum multiply ``mean`` by the ca
 ``count`` is the number of runs of the group in which the call path has a value.
 
 The statistics are ONE DuckDB query over the selected batches' Parquet files (``sql/ensemble_values.sql``
-feeding ``sql/ensemble_stats.sql``), never a Python loop over runs.  With ``scheduler`` the per-run values
+feeding ``sql/value_stats.sql``), never a Python loop over runs.  With ``scheduler`` the per-run values
 are computed by Dask tasks over chunks of runs (``pipeline/engine/parallel.py``) and the statistics by the same
-``sql/ensemble_stats.sql`` over their union: the same numbers up to floating-point summation order (DuckDB
+``sql/value_stats.sql`` over their union: the same numbers up to floating-point summation order (DuckDB
 sums in parallel, so the last bits of ``mean``/``std`` vary between any two executions).
 """
 
@@ -57,7 +57,7 @@ def group_stats(lake, rows: pd.DataFrame, metric: str, *, stats=("count", "mean"
     """Statistics across runs per (group_id, node_id) of ``metric`` for ``rows`` (run_id, group_id, batch,
     n_nodes, ranks, threads; a run may appear under several groups).
 
-    One DuckDB query (sql/ensemble_values.sql feeding sql/ensemble_stats.sql, which computes the quantiles only
+    One DuckDB query (sql/ensemble_values.sql feeding sql/value_stats.sql, which computes the quantiles only
     when one is asked for); with ``scheduler``, Dask tasks compute the per-run values of chunks of runs and
     the same statistics file runs over their union.
     Returns group_id, node_id, metric, one column per stat.
@@ -68,7 +68,7 @@ def group_stats(lake, rows: pd.DataFrame, metric: str, *, stats=("count", "mean"
     one = bool(((rows["ranks"] == 1) & (rows["threads"] == 1)).all())  # NULL (unknown) counts as not one
     if scheduler is None:
         inputs = dict(tables={"selection_t": selection},
-                      views={"run_values_t": ("ensemble_values", {"files": cat.files("metrics", rows["batch"].unique()),
+                      views={"stat_values_t": ("ensemble_values", {"files": cat.files("metrics", rows["batch"].unique()),
                                                                   "metric": metric, "one_location": one})})
     else:
         distinct = rows.drop_duplicates("run_id").to_dict("records")
@@ -76,10 +76,10 @@ def group_stats(lake, rows: pd.DataFrame, metric: str, *, stats=("count", "mean"
         specs = [dict(name="ensemble_values", params={"files": t["files"], "metric": metric, "one_location": one},
                       tables={"selection_t": selection[selection["run_id"].isin(t["run_ids"])]},
                       filesystem=None if cat.local else cat.fs) for t in tasks]
-        inputs = dict(tables={"run_values_t": pa.concat_tables(parallel.fan_out(parallel.sql_task, specs,
+        inputs = dict(tables={"stat_values_t": pa.concat_tables(parallel.fan_out(parallel.sql_task, specs,
                                                                                  scheduler=scheduler))})
     with session(lake, con) as con, sqlfiles.scope(con, **inputs) as cur:
-        raw = sqlfiles.relation(cur, "ensemble_stats", ddof=ddof, probs=probs).df()
+        raw = sqlfiles.relation(cur, "value_stats", key="group_id", ddof=ddof, probs=probs).df()
     out = raw[["group_id", "node_id"]].assign(metric=metric)
     q = np.stack(raw["quantiles"].to_numpy()) if probs and len(raw) else np.empty((len(raw), len(probs)))
     for s in stats:

@@ -12,7 +12,7 @@ What is computed, per call path, over the rows of ``ens.dataframe`` (one per pro
 
 * ``mean, median, minimum (_min), maximum (_max), std, variance (_var), sum, count, percentiles``
   (``_percentiles_<p*100>``): moments, extremes, counts and quantiles come out of ONE DuckDB statement
-  (``sql/statsframe_quantiles.sql``, quantiles only when one is asked for) for any
+  (``sql/value_stats.sql``, quantiles only when one is asked for) for any
   number of columns; quantiles interpolate linearly (numpy's and
   pandas' default); ``std``/``var`` divide by count - ``ddof`` (``ddof=1``: pandas' and so Thicket's
   default) and are NaN when count <= ddof;
@@ -57,7 +57,7 @@ def _session(ens):
 
 
 def moments(ens, columns, probs=(), *, ddof: int = 1) -> pd.DataFrame:
-    """The one-pass table of sql/statsframe_quantiles.sql (the quantiles only with ``probs``): col,
+    """The one-pass table of sql/value_stats.sql (the quantiles only with ``probs``): col,
     node_id, count, sum, mean, var, std, min, max, quantiles (a list per ``probs``)."""
     probs = [float(p) for p in probs]
     if any(not 0.0 <= p <= 1.0 for p in probs):
@@ -65,7 +65,7 @@ def moments(ens, columns, probs=(), *, ddof: int = 1) -> pd.DataFrame:
     con = _session(ens)
     try:
         con.register("stat_values_t", ens.column_values(columns))
-        out = sqlfiles.relation(con, "statsframe_quantiles", ddof=int(ddof), probs=probs).df()
+        out = sqlfiles.relation(con, "value_stats", key="col", ddof=int(ddof), probs=probs).df()
         return out if probs else out.assign(quantiles=None)  # none asked for: the statement drops them
     finally:
         con.close()
