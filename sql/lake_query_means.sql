@@ -6,33 +6,21 @@
 -- input: query_runs(run_id VARCHAR, run INTEGER): the runs to read and their positions
 -- output: run INTEGER, node_id UBIGINT, value DOUBLE (NULL when no row has a number), n BIGINT (rows); one row per
 --         (run, call path) with at least one metrics row
-with picked as (
-    select
-        run_id,
-        node_id,
-        columns(lambda c: c = $metric) as value
-    from read_parquet($files, union_by_name = true)
-    where run_id in (select r.run_id from query_runs as r)
-),
-
-per_node as (
-    select
-        run_id,
-        node_id,
-        favg(value) filter (where not isnan(value)) as value,
-        count(*) as n
-    from picked
-    group by run_id, node_id
-),
-
-final as (
+with per_node as (
     select
         r.run,
-        p.node_id,
-        p.value,
-        p.n
-    from per_node as p
-    inner join query_runs as r on p.run_id = r.run_id
+        m.node_id,
+        favg(m.value) filter (where not isnan(m.value)) as value,
+        count(*) as n
+    from (
+        select
+            run_id,
+            node_id,
+            columns(lambda c: c = $metric) as value
+        from read_parquet($files, union_by_name = true)
+    ) as m
+    inner join query_runs as r on m.run_id = r.run_id
+    group by r.run, m.node_id
 )
 
-select * from final
+select * from per_node
