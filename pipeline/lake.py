@@ -222,12 +222,12 @@ class Lake:
         return changes(self, order_by, **options)
 
     def query(self, query, *, runs=None, where: str | None = None, multi_index_mode: str = "mean",
-              graphframes: bool = False):
+              graphframes: bool = False, per_run: bool = False):
         """Nodes matching a call-path query in each run (see :func:`perflake.analytics.lake_query.query`)."""
         from perflake.analytics.lake_query import query as run_query
 
         return run_query(self, query, runs=runs, where=where, multi_index_mode=multi_index_mode,
-                         graphframes=graphframes)
+                         graphframes=graphframes, per_run=per_run)
 
     def vacuum(self, older_than: float = 3600.0) -> list[str]:
         """Remove files of batches that never committed (a crashed ingest), older than ``older_than`` seconds."""

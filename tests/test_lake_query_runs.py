@@ -17,16 +17,13 @@ from hypothesis import strategies as st
 
 import perflake.ingest.task as ingest_task
 from perflake import Lake
+from perflake.errors import MultiIndexModeMismatch
+from perflake.frame.defaults import NODE_ORDER_KEY
 from perflake.analytics import lake_match, lake_query
 from perflake.query import forest as F
 from perflake.query.matching import compile_automaton
 from perflake.readers.base import FRAME_SCHEMA, Metric, ProfileRows
 
-# Not yet right after the merge with the Hatchet-parity work: the all-runs path reads "off" as a mean (now
-# Hatchet's strict mode), lists a run's matches in call-path order (children now keep the profile's order) and
-# types names with pandas' string dtype (frames now use object): opt-in only (per_run=False) until fixed.
-pytestmark = pytest.mark.xfail(reason="all-runs query path not yet aligned with the Hatchet-parity changes",
-                               strict=False)
 
 
 # -- random lakes ------------------------------------------------------------------------------------------
@@ -53,7 +50,9 @@ def rows_of(spec: dict) -> ProfileRows:
     metrics = [Metric(*m) for m in spec["metrics"]]
     for i, m in enumerate(metrics):
         cols[m.name] = pa.array([np.nan if v[3 + i] is None else v[3 + i] for v in spec["values"]], pa.float64())
-    return ProfileRows(format="hatchet_json", source="<spec>", frames=frames, values=pa.table(cols), metrics=metrics)
+    metadata = {NODE_ORDER_KEY: True} if spec.get("node_ordered") else {}
+    return ProfileRows(format="hatchet_json", source="<spec>", frames=frames, values=pa.table(cols), metrics=metrics,
+                       metadata=metadata)
 
 
 def make_lake(root: Path, specs: list[dict], monkeypatch) -> Lake:
@@ -79,7 +78,11 @@ FRAMES = [  # (name, type, file, line, module, end_line): same names in other fi
 
 
 @st.composite
-def lakes(draw):
+def lakes(draw, shuffled: bool = False):
+    """Random lakes of 1-4 runs over one call tree of up to 12 nodes.  ``shuffled``: each run may list its
+    nodes in another order (siblings in another order: such runs are answered run by run); the lake may hold
+    node-ordered graphs (walked in the stored order, as Caliper's)."""
+    node_ordered = draw(st.booleans()) and shuffled
     n = draw(st.integers(1, 12))
     base = [(0, -1, draw(st.integers(0, len(FRAMES) - 1)))]
     for i in range(1, n):
@@ -109,7 +112,10 @@ def lakes(draw):
                         continue  # this location has no row for the node: a NaN row in the frame
                     vals = [draw(st.sampled_from([0.0, 1.0, 2.0, 3.0, 5.0, 0.5, None])) for _ in metrics]
                     values.append([i, r, t, *vals])
-        specs.append({"nodes": nodes, "values": values, "metrics": metrics, "seed": draw(st.integers(0, 10**6))})
+        if shuffled and draw(st.booleans()):
+            nodes = draw(st.permutations(nodes))
+        specs.append({"nodes": nodes, "values": values, "metrics": metrics, "seed": draw(st.integers(0, 10**6)),
+                      "node_ordered": node_ordered})
     return specs
 
 
@@ -172,22 +178,21 @@ def outcome(fn):
         return "error", f"{type(exc).__name__}: {exc}"
 
 
-def same_answer(lake, q, mode, *, together: bool = True):
+def same_answer(lake, q, mode, *, together: bool | None = True):
+    """The all-runs path gives the rows and the outcome of the run-by-run one; ``together``: whether the
+    lake and query are answered together (None: either)."""
     try:  # these lakes and queries never need the run-by-run way
         kind = "empty" if lake_match.match_runs(lake, q, list(lake.runs()["run_id"]), mode).empty else "rows"
     except lake_match.Unsupported:
         kind = "unsupported"
     except Exception as exc:  # noqa: BLE001 - compared below
         kind = type(exc).__name__
-    assert (kind != "unsupported") == together
+    assert together is None or (kind != "unsupported") == together
     new = outcome(lambda: lake_query.query(lake, q, multi_index_mode=mode, per_run=False))
     old = outcome(lambda: lake_query.query(lake, q, multi_index_mode=mode, per_run=True))
     assert new[0] == old[0], (new, old)
-    if new[0] == "ok":  # the same rows; within a run the all-runs path does not follow the children's order
-        def key(df):
-            return df.sort_values(["run_id", "node_id"], kind="stable").reset_index(drop=True)
-
-        pd.testing.assert_frame_equal(key(new[1]), key(old[1]))
+    if new[0] == "ok":  # the same rows in the same order: runs as selected, each run's nodes in its pre-order
+        pd.testing.assert_frame_equal(new[1], old[1])
     else:
         assert new[1] == old[1]
     return new
@@ -208,6 +213,15 @@ def test_runs_together_equal_run_by_run(specs, qs, mode, compound, monkeypatch):
             a, b = to_query(qs[0]), to_query(qs[1])
             c = {"and": lambda: a & b, "or": lambda: a | b, "xor": lambda: a ^ b, "not": lambda: ~a}[compound]()
             same_answer(lake, c, mode)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(specs=lakes(shuffled=True), q=queries(), mode=st.sampled_from(["mean", "any", "all"]))
+def test_runs_listing_siblings_in_other_orders_answer_alike(specs, q, mode, monkeypatch):
+    # the sibling order of each run (the profile's) decides its pre-order: its rows' order, ``_hatchet_nid``
+    with tempfile.TemporaryDirectory() as tmp:
+        same_answer(make_lake(Path(tmp), specs, monkeypatch), q, mode, together=None)
 
 
 # -- hand-checked cases ------------------------------------------------------------------------------------
@@ -238,8 +252,10 @@ def test_metric_modes_over_ranks(tmp_path, monkeypatch):
     values = [[0, r, 0, 4.0] for r in range(3)] + [[1, 0, 0, 1.0], [1, 1, 0, 5.0]]
     lake = make_lake(tmp_path, [spec(nodes, values)], monkeypatch)
     names = {m: lake.query('MATCH (".", p) WHERE p."time" > 2', multi_index_mode=m)["name"].tolist()
-             for m in ("off", "any", "all")}
-    assert names == {"off": ["main", "f"], "any": ["main", "f"], "all": ["main"]}  # mean of f = 3
+             for m in ("mean", "any", "all")}
+    assert names == {"mean": ["main", "f"], "any": ["main", "f"], "all": ["main"]}  # mean of f = 3
+    with pytest.raises(MultiIndexModeMismatch):  # Hatchet's strict "off" refuses a run with several ranks
+        lake.query('MATCH (".", p) WHERE p."time" > 2', multi_index_mode="off")
     ne = lake.query([{"time": "!= 4"}], multi_index_mode="all")["name"].tolist()
     assert ne == ["f"]  # 1, 5 and NaN all differ from 4
 

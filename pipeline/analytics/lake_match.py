@@ -27,11 +27,14 @@ holding a call path without its parent.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from perflake.engine import duck, sqlfiles
+from perflake.frame.defaults import node_ordered
 from perflake.errors import InvalidMultiIndexMode, QueryError
 from perflake.query import forest as F
 from perflake.query.compound import (
@@ -50,6 +53,7 @@ PER_CALL_PATH = FRAME_ATTRS + ("depth", "callpath_id")
 PER_RUN = ("node_id", "_hatchet_nid", "is_leaf")
 RESERVED = frozenset(PER_CALL_PATH + PER_RUN)
 ORDER_ATTRS = ("parent_id", "depth", "name", "type")  # must agree between runs for the pre-order to be shared
+ORDER_STATS = ("child_order", "child_order_max", "n_ordered", "n_runs")  # sql/lake_query_callpaths.sql
 
 
 class Unsupported(Exception):
@@ -76,12 +80,20 @@ def match_runs(lake, query, run_ids: list[str], multi_index_mode: str) -> pd.Dat
         con.register("query_runs", pa.table({"run_id": pa.array(run_ids, pa.string()),
                                               "run": pa.array(np.arange(len(run_ids), dtype=np.int32))}))
         batches = [rows[r]["batch"] for r in run_ids]
-        shared = _Shared(con, cat.files("nodes", batches), len(run_ids), _attrs(q))
+        shared = _Shared(con, cat.files("nodes", batches), len(run_ids), _attrs(q), _node_ordering(rows, run_ids))
         ev = _Evaluator(shared, metrics, multi_index_mode, con, cat.files("metrics", batches), run_ids)
         found = ev.answer(q)
     finally:
         con.close()
     return _answer(shared, found, run_ids)
+
+
+def _node_ordering(rows: dict, run_ids: list[str]) -> bool:
+    """Whether the runs' graphs are node-ordered (perflake.frame.defaults.node_ordered), all alike."""
+    kinds = {node_ordered(rows[r]["format"], json.loads(rows[r]["metadata"] or "{}")) for r in run_ids}
+    if len(kinds) > 1:
+        raise Unsupported("node-ordered (Caliper) and frame-ordered runs together")
+    return kinds.pop()
 
 
 def _check(q) -> None:
@@ -116,16 +128,21 @@ class _Shared:
     """The union of the selected runs' call paths: frames (one row per id, pre-order), forest, and which run holds
     which call path (``m_row``, ``m_run``: one entry per (run, call path); ``packed``: the same as bits)."""
 
-    def __init__(self, con, files: list[str], n_runs: int, attrs: set):
+    def __init__(self, con, files: list[str], n_runs: int, attrs: set, node_ordering: bool):
         variants = sqlfiles.relation(con, "lake_query_callpaths", files=files).to_arrow_table()
         ids = variants.column("node_id").to_numpy()
         first = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, np.int64)
         if len(first) < len(ids):
-            varying = _varying(variants, ids)
+            varying = _varying(variants.drop_columns(list(ORDER_STATS)), ids)
             if varying & (set(ORDER_ATTRS) | attrs):
                 raise Unsupported(f"call paths whose {sorted(varying)} differ between runs")
-        self.nodes = variants.take(pa.array(first))  # sorted by id
-        self.frame = F.StructureFrame(self.nodes)
+        self.node_ordering = node_ordering
+        self.nodes = _with_order_stats(variants, first)  # sorted by id, one row per call path
+        n_ordered = self.nodes.column("n_ordered").to_numpy()
+        ordered = bool((n_ordered == self.nodes.column("n_runs").to_numpy()).all())
+        if not ordered and n_ordered.any():
+            raise Unsupported("runs with and without stored child order (batches written before schema 3)")
+        self.frame = F.StructureFrame(self.nodes, node_ordering)
         self.ids = self.frame.node_ids  # pre-order
         self.n, self.n_runs = len(self.ids), n_runs
         self.parent = self.frame.parent
@@ -139,8 +156,24 @@ class _Shared:
         up = self.parent[self.m_row]
         if not F.bits_at(self.packed, up[up >= 0], self.m_run[up >= 0]).all():
             raise Unsupported("a run holds a call path without its parent")
+        if ordered:
+            self._check_sibling_order(m.column("child_order").to_numpy(zero_copy_only=False))
         self.n_cells = np.bincount(self.m_run, minlength=n_runs)
         self._groups: dict = {}
+
+    def _check_sibling_order(self, child_order: np.ndarray) -> None:
+        """The shared pre-order lists every run's siblings in that run's order (its child_order wherever the
+        frames do not decide: all siblings of a node-ordered graph, siblings with equal frames otherwise)."""
+        co_min = self.nodes.column("child_order").to_numpy()
+        if (co_min == self.nodes.column("child_order_max").to_numpy()).all():
+            return  # every run stores the same positions: they order each run as they order the union
+        tie = np.zeros(self.n, np.int64) if self.node_ordering else self.frame.frame_rank
+        row, run = self.m_row, self.m_run
+        key = np.lexsort((row, tie[row], self.parent[row], run))
+        same = ((run[key][1:] == run[key][:-1]) & (self.parent[row][key][1:] == self.parent[row][key][:-1])
+                & (tie[row][key][1:] == tie[row][key][:-1]))
+        if (np.diff(child_order[key].astype(np.int64))[same] <= 0).any():
+            raise Unsupported("runs order some siblings differently")
 
     def rows_of(self, node_ids: np.ndarray) -> np.ndarray:
         """Pre-order rows of call-path ids (all of them among the union's)."""
@@ -172,10 +205,29 @@ class _Shared:
                 if union.all():
                     frame = self.frame
                 else:
-                    frame = F.StructureFrame(self.nodes.filter(pa.array(union[self.table_row])))
+                    frame = F.StructureFrame(self.nodes.filter(pa.array(union[self.table_row])), self.node_ordering)
                 out.append((runs, NodeTable(frame, frame.tables, "off")))
             self._groups[attrs] = out
         return self._groups[attrs]
+
+
+def _with_order_stats(variants: pa.Table, first: np.ndarray) -> pa.Table:
+    """One row per call path (the first variant's frame) with the order statistics of all its variants."""
+    out = variants.take(pa.array(first))
+    if out.num_rows == variants.num_rows:
+        return out
+    stats = {}
+    for c, reduce in zip(ORDER_STATS, (np.minimum, np.maximum, np.add, np.add)):
+        col = variants.column(c)
+        fill = {np.minimum: 2**40, np.maximum: -1}.get(reduce, 0)  # beyond any int32 position or count
+        values = col.to_numpy(zero_copy_only=False)  # float with NaN where NULL
+        v = reduce.reduceat(np.where(col.is_null().to_numpy(zero_copy_only=False), fill,
+                                     np.nan_to_num(values.astype(np.float64))).astype(np.int64), first)
+        null = (v == fill) if reduce in (np.minimum, np.maximum) else np.zeros(len(v), bool)
+        stats[c] = pa.array(np.where(null, 0, v), out.schema.field(c).type, mask=null)
+    for c, arr in stats.items():
+        out = out.set_column(out.schema.get_field_index(c), c, arr)
+    return out
 
 
 def _varying(variants: pa.Table, ids: np.ndarray) -> set:
@@ -255,10 +307,8 @@ class _Evaluator:
         return self.tree(pred, mode, source, has) & self.s.packed & F.run_row(has)
 
     def has(self, attr: str) -> np.ndarray:
-        if attr in RESERVED and attr != "type":
+        if attr in RESERVED:  # type too: every frame of a graph has one (Hatchet's placeholder 'None')
             return np.ones(self.s.n_runs, bool)
-        if attr == "type":  # a frame attribute of the run's graph when one of its call paths has a type
-            return self.s.runs_holding(~self.s.missing("type")) > 0
         return np.array([attr in m for m in self.metrics])
 
     def tree(self, pred, mode, source, active) -> np.ndarray:

@@ -32,30 +32,35 @@ def unknown_attributes(lake, q, run_ids: list[str]) -> list[str]:
 
 
 def query(lake, q, *, runs=None, where: str | None = None, multi_index_mode: str = "mean",
-          graphframes: bool = False, per_run: bool = True):
+          graphframes: bool = False, per_run: bool = False):
     """Apply ``q`` (any query form) to each selected run.
 
     ``multi_index_mode`` defaults to perflake's "mean" (a condition reads each node's mean over ranks/threads), so
     one query works on single- and multi-rank runs alike; Hatchet's "off" refuses multi-rank runs.
 
-    Returns a DataFrame (run_id, node_id, depth, name, path) of matched nodes, or with ``graphframes=True``
-    a dict run_id -> filtered and squashed GraphFrame.  The runs are answered together
-    (perflake.analytics.lake_match: the call paths once, the metrics in one DuckDB pass) unless the query or
-    the lake needs them one by one.  ``per_run=False`` opts in to the all-runs path (issue 16 item 8); it is
-    not the default yet: after the merge with the Hatchet-parity changes (children's order, strict "off",
-    object dtypes) its tests fail (tests/test_lake_query_runs.py, xfail with the reasons).
+    Returns a DataFrame (run_id, node_id, depth, name, path) of matched nodes, runs in selection order and each
+    run's nodes in its pre-order, or with ``graphframes=True`` a dict run_id -> filtered and squashed GraphFrame.
+    The runs are answered together (perflake.analytics.lake_match: the call paths once, the metrics in one
+    DuckDB pass) unless the query or the lake needs them one by one (a Python predicate, runs ordering the same
+    siblings differently, ...: lake_match says which); ``per_run=True`` forces run by run.  Both give the same
+    rows in the same order (tests/test_lake_query_runs.py).
     """
     run_ids = select_runs(lake, runs, where)
-    # the all-runs path reads "off" as each node's mean: that is perflake's "mean"; Hatchet's strict "off"
-    # (an error on multi-rank runs) is answered run by run
-    if not graphframes and not per_run and run_ids and multi_index_mode != "off":
+    if not graphframes and not per_run and run_ids and (multi_index_mode != "off" or _one_location(lake, run_ids)):
         from perflake.analytics.lake_match import Unsupported, match_runs
 
-        try:
-            return match_runs(lake, q, run_ids, "off" if multi_index_mode == "mean" else multi_index_mode)
+        try:  # lake_match's "off" is a node's mean: perflake's "mean", and Hatchet's "off" on one location
+            return match_runs(lake, q, run_ids, "off" if multi_index_mode in ("mean", "off") else multi_index_mode)
         except Unsupported:
             pass
     return _query_per_run(lake, q, run_ids, multi_index_mode, graphframes)
+
+
+def _one_location(lake, run_ids: list[str]) -> bool:
+    """Every run has one rank and one thread (its frames have one row per node: Hatchet's "off" applies)."""
+    wanted = set(run_ids)
+    rows = [r for r in lake.catalog().runs().to_pylist() if r["run_id"] in wanted]
+    return all(r["ranks"] == 1 and r["threads"] == 1 for r in rows)
 
 
 def _query_per_run(lake, q, run_ids: list[str], multi_index_mode: str, graphframes: bool):

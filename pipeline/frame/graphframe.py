@@ -25,16 +25,11 @@ import pyarrow as pa
 from perflake.errors import EmptyFilter, GraphFrameArgumentError, InvalidFilter, UsageError  # noqa: F401 (Hatchet's names live here too)
 from perflake.frame.defaults import frame_default, node_ordered
 from perflake.frame.graph import Graph
+from perflake.frame.tables import EXTRA_FRAME_COLUMNS, typed_frame_column
 from perflake.frame.tables import rehashed as _rehashed
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
 from perflake.render.tree import RENAMED_TREE_ARGS, renamed_arguments
 
-EXTRA_FRAME_COLUMNS = ("file", "module", "line", "end_line")
-
-
-def _typed_column(values: np.ndarray, index, integral: bool) -> pd.Series:
-    """Text object dtype (not pandas 3's string dtype); a line column int64 when every line is known."""
-    return pd.Series(values.astype(np.int64), index=index) if integral else pd.Series(values, index=index, dtype=object)
 
 
 class GraphFrame:
@@ -127,8 +122,7 @@ class GraphFrame:
         for c in ("name", *[c for c in EXTRA_FRAME_COLUMNS if c in nodes.column_names]):
             per_node = np.empty(n_nodes, dtype=object)
             per_node[node_pos] = nodes.column(c).to_pylist()
-            known = c in ("line", "end_line") and n_nodes > 0 and all(v is not None for v in per_node)
-            columns[c] = _typed_column(per_row(per_node), index, known)
+            columns[c] = typed_frame_column(c, per_node, per_row, index)
         frame = pd.DataFrame({**columns, **data}, index=index)
         return cls(
             graph,

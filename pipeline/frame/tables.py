@@ -14,6 +14,18 @@ import pyarrow as pa
 from perflake.frame.graph import frame_type, stored_preorder
 from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
+EXTRA_FRAME_COLUMNS = ("file", "module", "line", "end_line")  # frame columns of a dataframe besides name
+
+
+def typed_frame_column(name: str, per_node: np.ndarray, per_row, index) -> pd.Series:
+    """A frame column of a dataframe as Hatchet types it: object dtype (not pandas 3's string dtype), except
+    ``line``/``end_line``, int64 when every node's is known.  ``per_node``: object array, one value per node;
+    ``per_row``: spreads it over the dataframe's rows (``index``)."""
+    values = per_row(per_node)
+    if name in ("line", "end_line") and len(per_node) and all(v is not None for v in per_node):
+        return pd.Series(values.astype(np.int64), index=index)
+    return pd.Series(values, index=index, dtype=object)
+
 FRAME_COLUMNS = ("file", "line", "end_line", "module")
 
 

@@ -26,6 +26,7 @@ import pyarrow as pa
 from perflake.query.matching import START, compile_automaton
 
 FRAME_COLUMNS = ("name", "file", "module", "line", "end_line")  # what GraphFrame.from_tables makes columns
+# (perflake.frame.tables.EXTRA_FRAME_COLUMNS besides name)
 
 
 def pack(bits: np.ndarray) -> np.ndarray:
@@ -170,12 +171,33 @@ class _Node:
         self.frame, self.node_id = frame, node_id
 
 
-def sibling_key(name, type_) -> tuple:
-    """The order of siblings (and roots) in a graph: Frame.tuple_repr of the frame (name, type), compared as
-    tuples: no attribute < a name (then no type < a type) < a type alone."""
-    if name is None:
-        return (0, "", 0, "") if type_ is None else (2, "", 1, str(type_))
-    return (1, str(name), 0, "") if type_ is None else (1, str(name), 1, str(type_))
+def frame_ranks(frames: list) -> np.ndarray:
+    """Per frame (perflake.frame.graph.Frame), its rank in the order a traversal sorts siblings by
+    (perflake.frame.graph.ordered: the frames' sorted (attribute, value) pairs; equal frames share a rank)."""
+    from perflake.frame.graph import _text
+
+    distinct = {f._tuple for f in frames}
+    try:
+        keys = sorted(distinct)
+    except TypeError:  # values of different types: ordered() sorts by their text then
+        keys = sorted(distinct, key=_text)
+    rank = {k: i for i, k in enumerate(keys)}
+    return np.fromiter((rank[f._tuple] for f in frames), np.int64, len(frames))
+
+
+def sibling_order(nodes: pa.Table, frames: list, node_ordering: bool) -> np.ndarray:
+    """Per row of ``nodes``, its position key among its siblings in a run's pre-order (the Graph's): by frame
+    (unless ``node_ordering``: then as stored), ties by the stored child order (``child_order``, then
+    ``child_order_max``: the least and greatest over the runs, perflake.analytics.lake_match checks that they
+    order every run alike), then by table order (a lake without child orders: its graphs keep table order)."""
+    n = nodes.num_rows
+    cols = [np.arange(n)]
+    for c in ("child_order_max", "child_order"):
+        if c in nodes.column_names:
+            cols.append(nodes.column(c).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64))
+    if not node_ordering:
+        cols.append(frame_ranks(frames))
+    return np.argsort(np.lexsort(cols)) if n else np.zeros(0, np.int64)
 
 
 class StructureFrame:
@@ -185,10 +207,13 @@ class StructureFrame:
     ``GraphFrame.from_tables`` makes them; tests/test_lake_query_runs.py checks both against a real frame).
 
     ``nodes``: the lake's nodes table of the call paths, sorted by id (a run's table order).  The pre-order is
-    the Graph's: roots and siblings sorted by :func:`sibling_key`, ties in table order; ``parent`` gives each
-    pre-order row's parent row (-1: a root, also when its parent is not among ``nodes``)."""
+    the Graph's: roots and siblings in :func:`sibling_order` (``node_ordering``: a node-ordered graph's, as
+    Caliper's); ``parent`` gives each pre-order row's parent row (-1: a root, also when its parent is not
+    among ``nodes``)."""
 
-    def __init__(self, nodes: pa.Table):
+    def __init__(self, nodes: pa.Table, node_ordering: bool = False):
+        from perflake.frame.graph import Frame
+        from perflake.frame.tables import typed_frame_column
         from perflake.query.matching import GraphTables
 
         n = nodes.num_rows
@@ -199,9 +224,10 @@ class StructureFrame:
         up = np.where(has & (ids[at] == parent_ids.fill_null(0).to_numpy().astype(np.uint64)), at, -1) if n else at
         names = nodes.column("name").to_pylist()
         types = nodes.column("type").to_pylist() if "type" in nodes.column_names else [None] * n
-        order = sorted(range(n), key=lambda i: (up[i], sibling_key(names[i], types[i]), i))
+        frames = [Frame._of({"name": a, "type": b}) for a, b in zip(names, types)]  # as Graph.from_nodes_table
+        order = np.lexsort((sibling_order(nodes, frames, node_ordering), up)) if n else np.zeros(0, np.int64)
         children: dict[int, list[int]] = {}
-        for i in order:
+        for i in order.tolist():
             children.setdefault(int(up[i]), []).append(i)
         pre, stack = [], list(reversed(children.get(-1, [])))
         while stack:
@@ -216,7 +242,8 @@ class StructureFrame:
         self.parent = np.where(up[pre] >= 0, row_of[np.maximum(up[pre], 0)], -1)
         self.depth = nodes.column("depth").to_numpy(zero_copy_only=False).astype(np.int64)[pre]
         self.names = [names[i] for i in pre.tolist()]
-        attrs = [{k: v for k, v in (("name", names[i]), ("type", types[i])) if v is not None} for i in pre.tolist()]
+        self.frame_rank = frame_ranks(frames)[pre] if n else np.zeros(0, np.int64)  # per pre-order row
+        attrs = [frames[i].attrs for i in pre.tolist()]
         order_nodes = np.empty(n, dtype=object)
         order_nodes[:] = [_Node(_Frame(a), int(x)) for a, x in zip(attrs, self.node_ids.tolist())]
         n_children = np.bincount(self.parent[self.parent >= 0], minlength=n)
@@ -231,4 +258,6 @@ class StructureFrame:
                 per_node = np.empty(n, dtype=object)
                 per_node[:] = nodes.column(c).take(pa.array(pre)).to_pylist()
                 columns[c] = per_node
-        self.dataframe = pd.DataFrame(columns, index=pd.Index(order_nodes, name="node", dtype=object))
+        index = pd.Index(order_nodes, name="node", dtype=object)
+        self.dataframe = pd.DataFrame({c: typed_frame_column(c, v, lambda a: a, index) for c, v in columns.items()},
+                                      index=index)
