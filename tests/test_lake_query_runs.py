@@ -17,13 +17,12 @@ from hypothesis import strategies as st
 
 import perflake.ingest.task as ingest_task
 from perflake import Lake
+from perflake.analytics import lake_match, lake_query
 from perflake.errors import MultiIndexModeMismatch
 from perflake.frame.defaults import NODE_ORDER_KEY
-from perflake.analytics import lake_match, lake_query
 from perflake.query import forest as F
 from perflake.query.matching import compile_automaton
 from perflake.readers.base import FRAME_SCHEMA, Metric, ProfileRows
-
 
 
 # -- random lakes ------------------------------------------------------------------------------------------

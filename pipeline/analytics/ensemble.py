@@ -67,9 +67,8 @@ def group_stats(lake, rows: pd.DataFrame, metric: str, *, stats=("count", "mean"
     selection = rows[["run_id", "group_id"]].reset_index(drop=True)
     one = bool(((rows["ranks"] == 1) & (rows["threads"] == 1)).all())  # NULL (unknown) counts as not one
     if scheduler is None:
-        inputs = dict(tables={"selection_t": selection},
-                      views={"stat_values_t": ("ensemble_values", {"files": cat.files("metrics", rows["batch"].unique()),
-                                                                  "metric": metric, "one_location": one})})
+        values = {"files": cat.files("metrics", rows["batch"].unique()), "metric": metric, "one_location": one}
+        inputs = dict(tables={"selection_t": selection}, views={"stat_values_t": ("ensemble_values", values)})
     else:
         distinct = rows.drop_duplicates("run_id").to_dict("records")
         tasks = parallel.plan(distinct, lambda b: cat.files("metrics", [b]), task_rows=task_rows, split_ranks=False)

@@ -34,8 +34,8 @@ import pandas as pd
 import pyarrow as pa
 
 from perflake.engine import duck, sqlfiles
-from perflake.frame.defaults import node_ordered
 from perflake.errors import InvalidMultiIndexMode, QueryError
+from perflake.frame.defaults import node_ordered
 from perflake.query import forest as F
 from perflake.query.compound import (
     CompoundQuery,

@@ -31,7 +31,6 @@ from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric
 from perflake.render.tree import RENAMED_TREE_ARGS, renamed_arguments
 
 
-
 class GraphFrame:
     def __init__(self, graph: Graph, dataframe: pd.DataFrame, exc_metrics=None, inc_metrics=None,
                  default_metric: str | None = None, metadata: dict | None = None):
