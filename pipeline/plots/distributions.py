@@ -29,6 +29,8 @@ from __future__ import annotations
 import matplotlib
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from matplotlib import cbook, mlab
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
@@ -110,14 +112,22 @@ def _box_table(sub, metric, ids: np.ndarray) -> pd.DataFrame:
                           **{out: sf[sub.stat_name(metric, f"{name}{tag}")].to_numpy(float)
                              for out, name in _STATS.items()}},
                          index=pd.Index(sub.node_ids(), dtype=np.uint64, name="node_id"))
-    have, samples = stats.samples(sub, metric)
-    by_id = dict(zip(have.tolist(), samples))
     table = table.reindex(pd.Index(np.asarray(ids, np.uint64), name="node_id"))
-    values = [np.sort(by_id.get(int(i), np.empty(0))) for i in table.index]
+    values = _samples(sub, metric, table.index.to_numpy())
     table["values"] = values
     table["outlier_values"] = [v[(v < lo) | (v > hi)] for v, lo, hi in
                                zip(values, table["lowerfence"], table["upperfence"])]
     return table
+
+
+def _samples(sub, metric, ids: np.ndarray) -> list[np.ndarray]:
+    """The sorted non-NaN values of each call path of ``ids`` (only their rows leave Arrow)."""
+    t = sub.column_values([metric])
+    t = t.filter(pc.is_in(t.column("node_id"), pa.array(ids, pa.uint64())))
+    nodes = t.column("node_id").to_numpy(zero_copy_only=False)
+    vals = t.column("value").to_numpy(zero_copy_only=False).astype(np.float64)
+    ok = ~np.isnan(vals)
+    return [np.sort(vals[ok & (nodes == i)]) for i in ids]
 
 
 def _density(values: np.ndarray, coords: np.ndarray) -> np.ndarray:
