@@ -3,8 +3,8 @@
 string-dialect attribute syntax ``p.("name")``, Hatchet's reading of ``p... OR q...`` without parentheses, and
 Hatchet's error classes (InvalidQueryPath when a query cannot be parsed, InvalidQueryFilter when a value does not
 fit its attribute, raised when the query is applied).  Every case runs in llnl-hatchet 2026.2.0 (.bench-venv) on
-the same literal (Hatchet's ``mock_graph_literal``) and the answers are compared.  Hatchet's QueryEngine private
-methods (``_cache_node``, ``_match_1``, ``_match_pattern``...) are its internals: perflake has none of them."""
+the same literal (Hatchet's ``mock_graph_literal``) and the answers are compared.  Hatchet's QueryEngine step
+methods (``_cache_node``, ``_match_1``, ``_match_pattern``...): tests/test_query_engine_steps.py."""
 
 from __future__ import annotations
 

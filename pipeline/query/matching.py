@@ -29,6 +29,7 @@ from perflake.engine import sqlfiles
 from perflake.errors import InvalidMultiIndexMode, MultiIndexModeMismatch, QueryError
 from perflake.query.compound import CompoundQuery
 from perflake.query.model import MULTI_INDEX_MODES, Query, conds
+from perflake.query.node_walk import NodeWalk
 from perflake.query.predicates import NodeTable, evaluate
 
 START = -1
@@ -182,14 +183,12 @@ class _GraphAndRows:
         self.graph, self.dataframe = graph, dataframe
 
 
-class QueryEngine:
-    """Hatchet's engine object: ``QueryEngine().apply(query, graph, dframe)`` returns the matched Nodes.
-    perflake keeps no cache between calls, so ``reset_cache`` has nothing to do."""
-
-    def reset_cache(self) -> None:
-        return None
+class QueryEngine(NodeWalk):
+    """Hatchet's engine object: ``QueryEngine().apply(query, graph, dframe)`` returns the matched Nodes
+    (vectorised); Hatchet's step methods and ``search_cache`` come from perflake.query.node_walk."""
 
     def apply(self, query, graph, dframe, multi_index_mode: str = "off") -> list:
+        self.reset_cache()
         return apply(_GraphAndRows(graph, dframe), query, multi_index_mode=multi_index_mode)
 
 

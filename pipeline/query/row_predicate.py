@@ -11,7 +11,9 @@ wraps a predicate tree so that it can also be called on one row, with the same r
   column (``type``) are read from the node when the row carries it (a Series named by its node, the node
   index level of a DataFrame); from a plain dict only as its keys;
 * several rows (a DataFrame): each condition is tested on every row, then reduced with "all" when the query's
-  ``multi_index_mode`` is "all", on the mean of numeric columns with "mean", and with "any" otherwise;
+  ``multi_index_mode`` is "all", on the mean of numeric columns with "mean", and with "any" for "any"; with
+  "off" (Hatchet's default) a DataFrame is refused as Hatchet refuses it: MultiIndexModeMismatch (object
+  dialect), InvalidQueryFilter (string dialect);
 * a wrong type (``STARTS WITH`` on a number, ``> 5`` on a string) raises InvalidQueryFilter, as when applied.
 
 A base-syntax predicate (a Python callable) is returned as it is.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from perflake.errors import InvalidQueryFilter, MultiIndexModeMismatch
 from perflake.query.model import And, Call, Cond, Not, Or, conds
 
 NODE_VALUES = ("depth", "node_id", "_hatchet_nid", "callpath_id")
@@ -44,6 +47,12 @@ class RowPredicate:
         return f"RowPredicate({self.pred!r})"
 
     def __call__(self, row) -> bool:
+        if isinstance(row, pd.DataFrame) and self.mode in (None, "off"):  # Hatchet's "off": one row per node only
+            if self.source is not None:  # its string dialect compares whole columns and fails on the truth value
+                raise InvalidQueryFilter("Type mismatch in filter: a node with several rows needs "
+                                         'multi_index_mode "any", "all" or "mean"')
+            raise MultiIndexModeMismatch('multi_index_mode="off" cannot test a node with several rows: use "any", '
+                                         '"all" or "mean"')
         rows, node = _rows_and_node(row)
         try:
             values = {c.attr: _values(c.attr, rows, node) for c in conds(self.pred) if c.attr is not None}
