@@ -42,4 +42,7 @@ rc=0; .venv/bin/python bench/bench_hpctoolkit_v4.py "$@" || rc=$?; [ "$rc" -gt "
 rc=0; .venv/bin/python bench/bench_regress.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
 # ensemble object and statistics (issue 16 items 1-2): bench_ensemble.py (1,000 runs vs Thicket, 10,000 perflake only)
 rc=0; .venv/bin/python bench/bench_ensemble.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
+# scale (issue 16): bench_scale.py (10,000 runs x 1,000 nodes x 64 ranks generated + ingested in one go, then
+# ensemble statistics, imbalance top-10, regress halves, call-path query; refuses when the disk is too small: --fit-disk)
+rc=0; .venv/bin/python bench/bench_scale.py "$@" || rc=$?; [ "$rc" -gt "$status" ] && status=$rc
 exit "$status"
