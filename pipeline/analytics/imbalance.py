@@ -21,6 +21,9 @@ distributed cluster); each task runs sql/imbalance_scan.sql + sql/imbalance_part
 connection (on a local scheduler with the cores the tasks leave over, so one big run uses them all)
 and returns mergeable partials (count, sum, sum of squared deviations, min, max, top k), merged here in
 pandas in a fixed order, so every scheduler gives bit-identical results.
+
+Lake-wide, the same statistics come by default from the lake's rank summary, computed once at ingest
+(perflake.analytics.rank_summary, sql/imbalance_summary.sql): no per-rank row is read again.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from perflake.analytics import imbalance_ranking, selection
+from perflake.analytics import imbalance_ranking, rank_summary, selection
 from perflake.engine import parallel
 from perflake.errors import LakeError
 from perflake.frame.tables import metrics_table, node_ids
@@ -120,7 +123,8 @@ def _order(df: pd.DataFrame, top: int | None) -> pd.DataFrame:
 
 def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent: str = "exclude", k: int = 3,
               ddof: int = 1, where: str | None = None, scheduler=None,
-              task_rows: int | None = None, by: str = "imbalance", min_share: float = 0.0) -> pd.DataFrame:
+              task_rows: int | None = None, by: str = "imbalance", min_share: float = 0.0,
+              source: str = "auto") -> pd.DataFrame:
     """Per call path of each run (all runs, ``runs`` ids/prefixes, and/or ``where`` SQL on the catalog):
     statistics over locations and imbalance = max/mean (module docstring), with ``total`` and ``share`` (of
     the run's time); ranked by ``by`` (imbalance, max, std, mean or time), largest first, without the call
@@ -131,6 +135,12 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
     default a run is cut into rank ranges only on a distributed cluster (to bound a worker's memory): every
     such task scans the run's whole file (it is sorted by node), so on this machine one task per run is
     faster and DuckDB spreads it over the cores itself.
+
+    ``source``: "auto" (the default) answers from the lake's rank summary (perflake.analytics.rank_summary: one
+    row per run, call path and metric, no per-rank row read; one query, on a distributed ``scheduler`` its
+    one task) when every selected batch has one, ``k`` is at most catalogs.schema.RANK_SUMMARY_TOP and no
+    ``task_rows`` is given; otherwise, or with "rows", from the metrics rows as described above.  Both give
+    the same numbers (``share`` up to the summation order of the run totals).
     """
     _check(absent, k, ddof)
     imbalance_ranking.check(by, min_share)
@@ -139,12 +149,18 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
         raise LakeError(f"{lake.root}: no runs selected")
     metrics = [metric] if isinstance(metric, str) else list(metric)
     cat = lake.catalog()
-    specs = []
-    for m in metrics:
-        rows = selection.with_metric(sel, m)
+    selected = {m: selection.with_metric(sel, m) for m in metrics}
+    for m, rows in selected.items():
         if runs is not None and len(rows) < len(sel.runs):
             missing = sorted(set(sel.runs["run_id"]) - set(rows["run_id"]))
             raise LakeError(f"run {missing[0]} has no metric {m!r}")
+    if (task_rows is None or source == "summary") and rank_summary.use_summary(
+            cat, sel.runs["batch"].unique(), source=source, k=k):
+        run_ids = sorted(set().union(*(set(rows["run_id"]) for rows in selected.values())))
+        return _from_summary(lake, sel, metrics, run_ids, absent=absent, k=k, ddof=ddof, by=by,
+                             min_share=min_share, top=top, scheduler=scheduler)
+    specs = []
+    for m, rows in selected.items():
         local = scheduler is None or isinstance(scheduler, str) and scheduler.lower() in parallel.LOCAL_SCHEDULERS
         for t in parallel.plan(rows.to_dict("records"), lambda b: cat.files("metrics", [b]),
                                task_rows=task_rows or parallel.DEFAULT_TASK_ROWS,
@@ -167,6 +183,17 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
     table = imbalance_ranking.with_share(stats.merge(nodes, on="node_id", how="left")[COLUMNS],
                                          imbalance_ranking.roles(sel.catalog))
     return imbalance_ranking.rank(table, by=by, min_share=min_share, top=top)
+
+
+def _from_summary(lake, sel, metrics, run_ids, **options) -> pd.DataFrame:
+    """The ranked table of :func:`imbalance` from the rank summary, names and paths joined to its rows."""
+    table = rank_summary.imbalance(lake, sel, metrics, run_ids, **options)
+    if table.empty:
+        return table.assign(name=pd.Series(dtype=object), path=pd.Series(dtype=object))[[*COLUMNS, "total", "share"]]
+    shown = table["run_id"].unique()
+    batches = sel.runs.loc[sel.runs["run_id"].isin(set(shown)), "batch"].unique()
+    nodes = selection.union_nodes(lake, shown, batches).to_pandas()
+    return table.merge(nodes, on="node_id", how="left")[[*COLUMNS, "total", "share"]]
 
 
 def graphframe_imbalance(gf, *, metric=None, top: int | None = None, absent: str = "exclude", k: int = 3,
