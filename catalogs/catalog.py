@@ -27,7 +27,7 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from perflake.catalogs.schema import DATA_TABLES, INGEST_LOG, MARKER, RUNS, RUNS_SCHEMA, SCHEMA_VERSION
+from perflake.catalogs.schema import DATA_TABLES, INGEST_LOG, MARKER, RANK_SUMMARY, RUNS, RUNS_SCHEMA, SCHEMA_VERSION
 from perflake.errors import LakeError, LockTimeout
 
 ROW_GROUP_ROWS = 131_072
@@ -102,7 +102,8 @@ class Catalog:
         with self.fs.open(target, "wb") as fh:
             pq.write_table(table, fh, compression="zstd", row_group_size=ROW_GROUP_ROWS,
                            use_dictionary=_dictionary_columns(table.schema),
-                           use_byte_stream_split=_split_columns(table.schema))
+                           use_byte_stream_split=_split_columns(table.schema),
+                           write_statistics=True if table_name != RANK_SUMMARY else _statistics_columns(table.schema))
         if atomic:
             self.fs.mv(target, path)
         return path
@@ -258,6 +259,14 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
         return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t)
     return [f.name for f in schema if wanted(f.type)] + [
         f"{f.name}.list.element" for f in schema if pa.types.is_list(f.type) and pa.types.is_integer(f.type.value_type)]
+
+
+def _statistics_columns(schema: pa.Schema) -> list[str]:
+    """The columns of a rank_summary file given min/max statistics: not its floating-point ones.  Arrow leaves
+    NaN out of a column's min/max (as the Parquet format says) and DuckDB 2.0 then takes the column to hold no
+    NaN: ``isnan(total)`` is folded to false on a file whose totals include a NaN (a NaN value, or infinities
+    of both signs).  No question filters on those columns, so they lose nothing."""
+    return [f.name for f in schema if not pa.types.is_floating(f.type) and not pa.types.is_nested(f.type)]
 
 
 def _split_columns(schema: pa.Schema) -> list[str]:

@@ -68,6 +68,10 @@ def merge_partials(parts: pa.Table, *, absent: str = "exclude", k: int = 3, ddof
     p["dev"] = p["m2"] + p["n"] * (p["total"] / p["n"] - g["total"].transform("sum") / n) ** 2
     out = g.agg(present=("n", "sum"), total=("total", "sum"), m2=("dev", "sum"), min=("min", "min"),
                 max=("max", "max")).reset_index()
+    # NaN values as DuckDB treats them in every partial (pandas' sums and max skip NaN): above every number,
+    # so a sum, m2 and max over a NaN are NaN, a min is NaN only when every value is
+    nan = p[["total", "dev", "max"]].isna().groupby([p[c] for c in KEYS], sort=False).any().to_numpy()
+    out.loc[nan[:, 0], "total"], out.loc[nan[:, 1], "m2"], out.loc[nan[:, 2], "max"] = np.nan, np.nan, np.nan
     if absent == "zero":
         per_run = p.drop_duplicates(["run_id", "metric", "part"]).groupby(["run_id", "metric"], as_index=False)
         locations = out[["run_id", "metric"]].merge(per_run["locations"].sum(), how="left")["locations"]
@@ -81,7 +85,7 @@ def merge_partials(parts: pa.Table, *, absent: str = "exclude", k: int = 3, ddof
     m2 = out["m2"].to_numpy() + present * (mean_p - mean) ** 2 + zeros * mean**2
     out["locations"] = locations
     out["mean"] = mean
-    out["min"] = np.where(zeros > 0, np.minimum(out["min"], 0.0), out["min"])
+    out["min"] = np.where(zeros > 0, np.fmin(out["min"], 0.0), out["min"])  # NaN above 0, as in DuckDB
     out["max"] = np.where(zeros > 0, np.maximum(out["max"], 0.0), out["max"])
     with np.errstate(invalid="ignore", divide="ignore"):
         out["std"] = np.where(locations > ddof, np.sqrt(m2 / np.maximum(locations - ddof, 1)), np.nan)
@@ -97,7 +101,8 @@ def _top(parts: pa.Table, gid: np.ndarray, groups: int, k: int) -> np.ndarray:
     owner = gid[pc.list_parent_indices(ranks).to_numpy()]
     r = pc.list_flatten(ranks).to_numpy().astype(np.int64)
     v = pc.list_flatten(parts.column("top_values").combine_chunks()).to_numpy()
-    idx = np.lexsort((r, -v, owner))
+    missing = np.isnan(v)  # NaN first (above every number, as DuckDB's max_by orders it), ties to the lower rank
+    idx = np.lexsort((r, np.where(missing, 0.0, -v), ~missing, owner))
     owner, r = owner[idx], r[idx]
     keep = np.arange(len(owner)) - np.searchsorted(owner, np.arange(groups))[owner] < k
     offsets = np.concatenate([[0], np.cumsum(np.bincount(owner[keep], minlength=groups))]).astype(np.int32)

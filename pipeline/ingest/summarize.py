@@ -98,7 +98,7 @@ def _step(values, starts, j: int, active, total, mean, dsq) -> None:
     mean[active] = new
 
 
-def _top(values, ranks, groups, per_group: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _top(values, ranks, groups, per_group: np.ndarray, k: int, *, nan: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Per group (rows grouped, ranks ascending inside a group), the ranks of the k largest values, ties to the
     lower rank: (list offsets, ranks).
 
@@ -110,8 +110,9 @@ def _top(values, ranks, groups, per_group: np.ndarray, k: int) -> tuple[np.ndarr
     offsets = np.concatenate([[0], np.cumsum(np.minimum(per_group, k))]).astype(np.int32)
     starts = np.concatenate([[0], np.cumsum(per_group)[:-1]])
     width = int(per_group.max()) if n else 0
-    if n * width > 4 * rows + 1024:
-        order = np.lexsort((-values, groups))  # stable: equal values keep the rank order
+    if nan or n * width > 4 * rows + 1024:  # NaN values (above every number, equal to each other): NaN first
+        missing = np.isnan(values)
+        order = np.lexsort((np.where(missing, 0.0, -values), ~missing, groups))  # stable: ties keep the rank order
         return offsets, ranks[order[np.arange(rows) - starts[groups[order]] < k]]
     if n * width == rows:  # every group as long: the matrix is the values
         neg, rank_of = -values.reshape(n, width), ranks.reshape(n, width)
@@ -143,8 +144,10 @@ def _metric(metric: str, codes, node, rank, values, names: pa.Array, locations: 
     count = np.diff(np.append(starts, rows))
     group = np.repeat(np.arange(len(starts)), count)
     total, m2 = _moments(values, starts, count)
-    low, high = np.minimum.reduceat(values, starts), np.maximum.reduceat(values, starts)
-    at_min = np.where(values == low[group], np.arange(rows), rows)
+    nan = np.isnan(values)
+    # NaN is above every number, as DuckDB orders it: min skips it (NaN when every value is), max is NaN if any
+    low, high = np.fmin.reduceat(values, starts), np.maximum.reduceat(values, starts)
+    at_min = np.where((values == low[group]) | (nan & np.isnan(low[group])), np.arange(rows), rows)
     min_rank = rank[np.minimum.reduceat(at_min, starts)]
     rank_new = new.copy()
     rank_new[1:] |= rank[1:] != rank[:-1]
@@ -155,7 +158,7 @@ def _metric(metric: str, codes, node, rank, values, names: pa.Array, locations: 
         rank_values = np.maximum.reduceat(values, rank_starts)
         rank_ids, rank_group = rank[rank_starts], group[rank_starts]
     offsets, top = _top(rank_values, rank_ids, rank_group, np.bincount(rank_group, minlength=len(starts)),
-                        RANK_SUMMARY_TOP)
+                        RANK_SUMMARY_TOP, nan=bool(nan.any()))
     top_ranks = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(top, pa.int32()))
     run = codes[starts]
     return pa.table({
