@@ -90,15 +90,19 @@ def _runs(lake: Lake, where: str) -> list[str]:
     return sorted(lake.sql(f"select run_id from runs where {where}")["run_id"])
 
 
-def answers(lake: Lake) -> dict[str, pd.DataFrame]:
-    """Every per-rank question on a lake of :func:`build_mixed` (name -> table)."""
+def answers(lake: Lake, pool: str = "format = 'tau' and ranks > 1") -> dict[str, pd.DataFrame]:
+    """Every per-rank question on a lake of :func:`build_mixed` (name -> table); compare and regress take the
+    runs ``pool`` (SQL on the catalog) selects, the first half by run id against the others."""
     out = {f"imbalance-{name}": imbalance(lake, **options) for name, options in IMBALANCE.items()}
     out["ensemble"] = ensemble(lake, group_by="format", metric="time", stats=STATS)
     out["ensemble-inc-ddof0"] = ensemble(lake, metric="time (inc)", stats=STATS, ddof=0)
-    tau = _runs(lake, "format = 'tau' and ranks > 1")
-    out["compare"] = compare(lake, tau[:2], tau[2:], metric="time")
-    listed = ", ".join(f"'{r}'" for r in tau[:2])
-    out["regress"] = regress(lake, f"run_id in ({listed})", f"run_id not in ({listed})", metric="time",
+    if _runs(lake, "ranks = 1 and threads = 1"):
+        out["ensemble-one-location"] = ensemble(lake, "ranks = 1 and threads = 1", metric="time", stats=STATS)
+    pool_runs = _runs(lake, pool)
+    half = len(pool_runs) // 2
+    out["compare"] = compare(lake, pool_runs[:half], pool_runs[half:], metric="time")
+    listed = ", ".join(f"'{r}'" for r in pool_runs[:half])
+    out["regress"] = regress(lake, f"run_id in ({listed})", f"({pool}) and run_id not in ({listed})", metric="time",
                              min_share=0.0).table
     found = changes(lake, "input_bytes", metric="time", min_size=2)
     out["changes"] = found.changes
@@ -124,9 +128,9 @@ def same(got: pd.DataFrame, want: pd.DataFrame, name: str) -> None:
     column but the floating-point ones outside EXACT[kind], which agree to 1e-9 of their column's scale."""
     exact = EXACT[name.split("-")[0]]
     assert list(got.columns) == list(want.columns) and len(got) == len(want), name
-    if name == "regress":  # ranked by |effect|; the rows without one (NaN) follow in DuckDB's hash order
-        ranked = np.isfinite(want["effect"].to_numpy())
-        assert list(got["node_id"][ranked]) == list(want["node_id"][ranked]), name
+    if name == "regress":  # ranked by |effect|: equal ones, and the rows without one, follow in DuckDB's hash order
+        a, b = got["effect"].to_numpy(), want["effect"].to_numpy()
+        assert np.allclose(a, b, rtol=1e-9, atol=0, equal_nan=True) and got["flagged"].equals(want["flagged"]), name
         got, want = (df.sort_values("node_id", kind="stable").reset_index(drop=True) for df in (got, want))
     for col in want.columns:
         a, b = got[col].to_numpy(), want[col].to_numpy()

@@ -29,27 +29,35 @@ INDEX = ["run_id", "node_id", "metric"]
 EXACT = ["count", "min", "max", "min_rank", "max_rank", "locations"]
 
 
-def direct(metrics: pd.DataFrame, k: int = RANK_SUMMARY_TOP) -> pd.DataFrame:
+def direct(metrics: pd.DataFrame | pa.Table, k: int = RANK_SUMMARY_TOP) -> pd.DataFrame:
     """The summary computed row by row from metrics rows (run_id, node_id, rank, thread, <metrics>): over the
-    locations (rank >= 0, every thread) where the call path has a value."""
-    located = metrics[metrics["rank"] >= 0]
-    locations = located[["run_id", "rank", "thread"]].drop_duplicates().groupby("run_id").size()
+    locations (rank >= 0, every thread) where the call path has a value (not NULL; NaN is a value: in a pandas
+    frame NULL and NaN are both NaN, an Arrow table tells them apart)."""
+    names = [c for c in metrics.column_names if c not in KEYS] if isinstance(metrics, pa.Table) else None
+    valid = ({c: pc.is_valid(metrics.column(c)).to_numpy(zero_copy_only=False) for c in names} if names else None)
+    metrics = metrics.to_pandas() if names is not None else metrics
+    at = metrics["rank"].to_numpy() >= 0
+    located = metrics[at]
+    locations = located[["run_id", "rank", "thread"]].drop_duplicates().groupby("run_id", observed=True).size()
     out = []
     for metric in [c for c in metrics.columns if c not in KEYS]:
-        measured = located.dropna(subset=[metric])
+        measured = metrics[at & valid[metric]] if valid is not None else located.dropna(subset=[metric])
         np.seterr(invalid="ignore")  # an infinite value makes its m2 NaN
         for (run, node), g in measured.groupby(["run_id", "node_id"], sort=True):
             g = g.sort_values(["rank", "thread"])
             v, r = g[metric].to_numpy(float), g["rank"].to_numpy()
-            per_rank = g.groupby("rank")[metric].max()
-            top = sorted(per_rank.items(), key=lambda p: (-p[1], p[0]))  # value desc, rank asc
+            # NaN is above every number and equal to NaN (DuckDB's order): a max over it is NaN, a min skips it
+            per_rank = g.groupby("rank")[metric].agg(lambda x: np.max(x.to_numpy()))
+            top = sorted(per_rank.items(), key=lambda p: (not math.isnan(p[1]), 0.0 if math.isnan(p[1]) else -p[1],
+                                                          p[0]))  # value desc, rank asc
+            low = np.fmin.reduce(v)
             total = 0.0
             for x in v:  # one after the other, in (rank, thread) order: as DuckDB sums them
                 total += x
             out.append({"run_id": run, "node_id": node, "metric": metric, "count": len(v), "total": total,
                         "fsum": math.fsum(v), "abs_sum": math.fsum(np.abs(v)),
-                        "m2": float(((v - v.mean()) ** 2).sum()), "min": v.min(), "max": v.max(),
-                        "min_rank": int(r[v == v.min()].min()), "max_rank": int(top[0][0]),
+                        "m2": float(((v - v.mean()) ** 2).sum()), "min": low, "max": v.max(),
+                        "min_rank": int(r[(v == low) | (np.isnan(v) & np.isnan(low))].min()), "max_rank": int(top[0][0]),
                         "top_ranks": [int(x) for x, _ in top[:k]], "locations": int(locations[run])})
     columns = [*INDEX, "count", "total", "fsum", "abs_sum", "m2", "min", "max", "min_rank", "max_rank",
                "top_ranks", "locations"]
@@ -63,7 +71,7 @@ def check(got: pd.DataFrame, want: pd.DataFrame) -> None:
     got = got.set_index(INDEX).sort_index()
     assert got.index.equals(want.index)
     for col in EXACT:
-        assert (got[col].to_numpy() == want[col].to_numpy()).all(), col
+        assert np.array_equal(got[col].to_numpy(), want[col].to_numpy(), equal_nan=col in ("min", "max")), col
     assert [list(t) for t in got["top_ranks"]] == list(want["top_ranks"])
     np.testing.assert_array_equal(got["total"].to_numpy(), want["total"].to_numpy())  # the same bits
     bounded = np.isfinite(want["abs_sum"].to_numpy())  # against the exact sum: a sum's accuracy
@@ -79,7 +87,7 @@ def check(got: pd.DataFrame, want: pd.DataFrame) -> None:
 @st.composite
 def metrics_tables(draw):
     """Metrics rows of 1-3 runs: some (node, rank, thread) rows missing, a rank -1 (summary profile) now and
-    then, values from few levels (ties) or NULL, two metrics (one absent from some runs), any row order."""
+    then, values from few levels (ties), NULL or NaN, two metrics (one absent from some runs), any row order."""
     rows, threads = [], draw(st.integers(1, 3))
     for run in ["r1", "r2", "r3"][: draw(st.integers(1, 3))]:
         ranks = draw(st.lists(st.integers(-1, 6), min_size=1, max_size=5, unique=True))
@@ -89,7 +97,7 @@ def metrics_tables(draw):
                 for thread in range(threads):
                     if draw(st.integers(0, 4)) == 0:
                         continue
-                    a = draw(st.sampled_from([None, 0.0, 1.5, 2.5, -1.0, 1e-300]))
+                    a = draw(st.sampled_from([None, 0.0, 1.5, 2.5, -1.0, 1e-300, math.nan]))
                     b = None if only_a else draw(st.sampled_from([None, 3.0, 7.25]))
                     rows.append((run, node * 7919 + 3, rank, thread, a, b))
     rows = draw(st.permutations(rows)) if draw(st.booleans()) else sorted(rows, key=lambda r: r[:4])
@@ -109,7 +117,7 @@ def metrics_tables(draw):
 def test_summary_equals_a_direct_computation(table):
     got = summarize(table)
     assert got.schema == RANK_SUMMARY_FILE_SCHEMA
-    check(got.to_pandas(), direct(table.to_pandas()))
+    check(got.to_pandas(), direct(table))
     metrics = got.column("metric").to_pylist()
     assert metrics == sorted(metrics)  # metric-major: a question about one metric reads its row groups only
 
