@@ -57,7 +57,8 @@ def direct(metrics: pd.DataFrame | pa.Table, k: int = RANK_SUMMARY_TOP) -> pd.Da
             out.append({"run_id": run, "node_id": node, "metric": metric, "count": len(v), "total": total,
                         "fsum": math.fsum(v), "abs_sum": math.fsum(np.abs(v)),
                         "m2": float(((v - v.mean()) ** 2).sum()), "min": low, "max": v.max(),
-                        "min_rank": int(r[(v == low) | (np.isnan(v) & np.isnan(low))].min()), "max_rank": int(top[0][0]),
+                        "min_rank": int(r[(v == low) | (np.isnan(v) & np.isnan(low))].min()),
+                        "max_rank": int(top[0][0]),
                         "top_ranks": [int(x) for x, _ in top[:k]], "locations": int(locations[run])})
     columns = [*INDEX, "count", "total", "fsum", "abs_sum", "m2", "min", "max", "min_rank", "max_rank",
                "top_ranks", "locations"]

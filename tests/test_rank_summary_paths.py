@@ -18,7 +18,6 @@ import sys
 
 import numpy as np
 import pytest
-from rank_lakes import add_nan, answers, build_mixed, normalized, same
 
 from perflake import Lake
 from perflake.analytics.ensemble import ensemble
@@ -26,6 +25,7 @@ from perflake.analytics.imbalance import imbalance
 from perflake.catalogs.catalog import Catalog
 from perflake.catalogs.schema import MARKER, RANK_SUMMARY
 from perflake.generators.nightly import nightly_series, write_nightly
+from rank_lakes import add_nan, answers, build_mixed, normalized, same
 
 
 def _without_summaries(root, copy) -> Lake:
@@ -138,8 +138,9 @@ def test_ensemble_on_a_local_cluster_and_in_groups(lakes):
     for options in (dict(scheduler="synchronous", task_rows=200), dict(group_by=key), dict(where="threads > 1")):
         if options.get("where") and not (lake.runs()["threads"] > 1).any():
             continue
+        stats = ("count", "mean", "std", "min", "max", "p25", "median")
         with summary_only():
-            got = ensemble(lake, metric="time", stats=("count", "mean", "std", "min", "max", "p25", "median"), **options)
-        want = ensemble(rows, metric="time", stats=("count", "mean", "std", "min", "max", "p25", "median"), **options)
+            got = ensemble(lake, metric="time", stats=stats, **options)
+        want = ensemble(rows, metric="time", stats=stats, **options)
         same(normalized(got), normalized(want), "ensemble")
         assert np.isfinite(want["mean"]).sum() > 5
