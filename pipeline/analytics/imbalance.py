@@ -22,6 +22,9 @@ connection (on a local scheduler with the cores the tasks leave over, so one big
 and returns mergeable partials (count, sum, sum of squared deviations, min, max, top k), merged here in
 pandas in a fixed order, so every scheduler gives bit-identical results.
 
+A NaN value (ingest stores NULL for one; a lake's files may hold one) is a value above every number, as
+DuckDB orders it in every task: sum, std and max over it are NaN, min skips it, its rank is first in top_ranks.
+
 Lake-wide, the same statistics come by default from the lake's rank summary, computed once at ingest
 (perflake.analytics.rank_summary, sql/imbalance_summary.sql): no per-rank row is read again.
 """
