@@ -165,8 +165,9 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
     if (task_rows is None or source == "summary") and rank_summary.use_summary(
             cat, sel.runs["batch"].unique(), source=source, k=k):
         run_ids = sorted(set().union(*(set(rows["run_id"]) for rows in selected.values())))
-        return _from_summary(lake, sel, metrics, run_ids, absent=absent, k=k, ddof=ddof, by=by,
-                             min_share=min_share, top=top, scheduler=scheduler)
+        return rank_summary.imbalance(lake, sel, metrics, run_ids, absent=absent, k=k, ddof=ddof, by=by,
+                                      min_share=min_share, top=top, scheduler=scheduler,
+                                      columns=[*COLUMNS, "total", "share"])
     specs = []
     for m, rows in selected.items():
         local = scheduler is None or isinstance(scheduler, str) and scheduler.lower() in parallel.LOCAL_SCHEDULERS
@@ -191,17 +192,6 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
     table = imbalance_ranking.with_share(stats.merge(nodes, on="node_id", how="left")[COLUMNS],
                                          imbalance_ranking.roles(sel.catalog))
     return imbalance_ranking.rank(table, by=by, min_share=min_share, top=top)
-
-
-def _from_summary(lake, sel, metrics, run_ids, **options) -> pd.DataFrame:
-    """The ranked table of :func:`imbalance` from the rank summary, names and paths joined to its rows."""
-    table = rank_summary.imbalance(lake, sel, metrics, run_ids, **options)
-    if table.empty:
-        return table.assign(name=pd.Series(dtype=object), path=pd.Series(dtype=object))[[*COLUMNS, "total", "share"]]
-    shown = table["run_id"].unique()
-    batches = sel.runs.loc[sel.runs["run_id"].isin(set(shown)), "batch"].unique()
-    nodes = selection.union_nodes(lake, shown, batches).to_pandas()
-    return table.merge(nodes, on="node_id", how="left")[[*COLUMNS, "total", "share"]]
 
 
 def graphframe_imbalance(gf, *, metric=None, top: int | None = None, absent: str = "exclude", k: int = 3,

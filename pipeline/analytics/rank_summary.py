@@ -26,7 +26,7 @@ from __future__ import annotations
 import pandas as pd
 
 from perflake.analytics import imbalance_ranking
-from perflake.analytics.selection import session
+from perflake.analytics.selection import session, union_nodes
 from perflake.catalogs.schema import RANK_SUMMARY, RANK_SUMMARY_TOP
 from perflake.engine import parallel, sqlfiles
 
@@ -68,8 +68,20 @@ def use_summary(cat, batches, *, source: str, k: int) -> bool:
     return fits and have
 
 
-def imbalance(lake, sel, metrics: list[str], run_ids: list[str], *, absent: str, k: int, ddof: int, by: str,
-              min_share: float, top: int | None, scheduler=None) -> pd.DataFrame:
+def imbalance(lake, sel, metrics: list[str], run_ids: list[str], *, columns: list[str], **options) -> pd.DataFrame:
+    """The ranked table of perflake.analytics.imbalance from the rank summary (:func:`ranked`), with the names
+    and paths of the call paths it shows joined to it, as ``columns``."""
+    table = ranked(lake, sel, metrics, run_ids, **options)
+    if table.empty:
+        return table.assign(name=pd.Series(dtype=object), path=pd.Series(dtype=object))[columns]
+    shown = table["run_id"].unique()
+    batches = sel.runs.loc[sel.runs["run_id"].isin(set(shown)), "batch"].unique()
+    nodes = union_nodes(lake, shown, batches).to_pandas()
+    return table.merge(nodes, on="node_id", how="left")[columns]
+
+
+def ranked(lake, sel, metrics: list[str], run_ids: list[str], *, absent: str, k: int, ddof: int, by: str,
+           min_share: float, top: int | None, scheduler=None) -> pd.DataFrame:
     """Imbalance statistics, total and share of ``metrics`` at every call path of ``run_ids`` (runs of the
     selection ``sel`` that have the metrics), ranked by ``by`` without the rows below ``min_share``, the
     first ``top`` of them (sql/imbalance_summary.sql): run_id, node_id, metric, locations, present, mean, min,
