@@ -8,8 +8,8 @@ bench_ops.py)::
     .venv/bin/python bench/bench_analytics.py --quick          # smoke test: small sizes, RESULTS.md untouched
     .venv/bin/python bench/bench_analytics.py --skip-hatchet   # perflake only (recorded Thicket figures cited)
     .venv/bin/python bench/bench_analytics.py --only groupby   # one benchmark (repeatable): ingest-cali,
-                                                               # groupby, ensemble, ingest-runs, imbalance
-                                                               # (or the section names below)
+                                                               # groupby, ensemble, ingest-runs, imbalance,
+                                                               # imbalance-runs (or the section names below)
 
 Benchmarks (section names at full size):
 
@@ -43,6 +43,12 @@ Benchmarks (section names at full size):
    perflake: ``Lake(root).imbalance([run], metric="time")`` in a fresh process over a lake holding only that
    run (ingested beforehand, not timed), whole-process peak RSS by /usr/bin/time.  Targets: >= 5x faster,
    peak memory below Hatchet's.  Checked: max/mean per call path, rtol 1e-9.
+6. ``imbalance-1000-runs-1000x16`` (issue 16, item 7): ``WRITERS["caliper"](out, nodes=1000, ranks=16,
+   runs=1000, seed=1)`` (16 M metric rows) ingested by the CLI (timed: the lake's rank_summary is written then;
+   its size and the CPU time of summarising every batch again are recorded), then the top 10 of
+   ``Lake(root).imbalance(metric="time", top=10)`` in a fresh process, from the rank summary (the default) and
+   from the metrics rows (``source="rows"``, the way before the summary); target < 1 s.  Checked: both give
+   the same rows (run, call path), statistics (rtol 1e-12) and top ranks.  No reference tool.
 
 Timing discipline (the machine has 2 cores and is shared): before every timed call the script (or the probe in
 the bench venv) waits until the 1-minute load average is below ``--max-load`` (1.0), polling every 10 s, at most
@@ -83,21 +89,25 @@ SEP = "\x1f"  # joins the frame names of a call path, root first
 SPOT_METRIC = "Avg time/rank"
 GROUP_KEYS = ("variant", "machine_build")
 SIZES = {
-    "full": {"cali": 10000, "cali_sub": 1000, "runs": (1000, 16, 100), "thicket_runs": (10, 100), "imb": (10000, 1024)},
-    "quick": {"cali": 400, "cali_sub": 40, "runs": (200, 4, 12), "thicket_runs": (3, 12), "imb": (1000, 64)},
+    "full": {"cali": 10000, "cali_sub": 1000, "runs": (1000, 16, 100), "thicket_runs": (10, 100), "imb": (10000, 1024),
+             "imb_runs": (1000, 16, 1000)},
+    "quick": {"cali": 400, "cali_sub": 40, "runs": (200, 4, 12), "thicket_runs": (3, 12), "imb": (1000, 64),
+              "imb_runs": (100, 4, 20)},
 }
-KEYS = ("ingest-cali", "groupby", "ensemble", "ingest-runs", "imbalance")
+KEYS = ("ingest-cali", "groupby", "ensemble", "ingest-runs", "imbalance", "imbalance-runs")
 THICKET_RUNS_LIMIT_S = 300.0
 PROBE_TIMEOUT_S = 3 * 3600
 TARGET_INGEST_CALI_S, TARGET_INGEST_RUNS_S, TARGET_GROUPBY_S = 60.0, 10.0, 0.5
 TARGET_ENSEMBLE_S, TARGET_ENSEMBLE_RATIO, TARGET_IMB_SPEEDUP = 2.0, 1.5, 5.0
+TARGET_IMB_RUNS_S = 1.0
 
 
 def section_names(size: dict) -> dict:
     nodes, ranks, runs = size["runs"]
     return {"ingest-cali": f"ingest-cali-{size['cali']}", "groupby": f"groupby-{size['cali_sub']}-runs",
             "ensemble": f"ensemble-{size['cali']}-runs", "ingest-runs": f"ingest-{runs}-runs-{nodes}x{ranks}",
-            "imbalance": f"imbalance-{size['imb'][0]}x{size['imb'][1]}"}
+            "imbalance": f"imbalance-{size['imb'][0]}x{size['imb'][1]}",
+            "imbalance-runs": "imbalance-{2}-runs-{0}x{1}".format(*size["imb_runs"])}
 
 
 # =============================================================================================================
@@ -328,9 +338,10 @@ def _probe_hatchet_imbalance(a, hatchet, wait) -> dict:
 # =============================================================================================================
 def worker_main(argv) -> int:
     p = argparse.ArgumentParser(prog="bench_analytics.py worker")
-    p.add_argument("kind", choices=["imbalance"])
+    p.add_argument("kind", choices=["imbalance", "imbalance-runs"])
     p.add_argument("--lake", required=True)
-    p.add_argument("--run", required=True)
+    p.add_argument("--run", help="imbalance: the one run")
+    p.add_argument("--source", default="auto", help="imbalance-runs: rank summary (auto) or metrics rows (rows)")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--out", required=True)
     p.add_argument("--profile")
@@ -344,6 +355,8 @@ def worker_main(argv) -> int:
     info = {"import_s": time.perf_counter() - t, "rss_after_import_kib": C.rss_status()["VmHWM"]}
 
     def call():
+        if a.kind == "imbalance-runs":
+            return perflake.Lake(a.lake).imbalance(metric="time", top=10, source=a.source)
         return perflake.Lake(a.lake).imbalance([a.run], metric="time")
 
     if a.profile:
@@ -367,7 +380,10 @@ def worker_main(argv) -> int:
 
     pq.write_table(pa.table({"path": [SEP.join(map(str, p)) for p in df["path"]],
                              "imbalance": df["imbalance"].to_numpy("float64"), "mean": df["mean"].to_numpy("float64"),
-                             "max": df["max"].to_numpy("float64"), "present": df["present"].to_numpy("int64")}), a.out)
+                             "max": df["max"].to_numpy("float64"), "present": df["present"].to_numpy("int64"),
+                             "run_id": df["run_id"].astype(str).tolist(), "node_id": df["node_id"].to_numpy("uint64"),
+                             "std": df["std"].to_numpy("float64"), "share": df["share"].to_numpy("float64"),
+                             "top_ranks": [" ".join(map(str, t)) for t in df["top_ranks"]]}), a.out)
     print("RESULT " + json.dumps(info), flush=True)
     return 0
 
@@ -1235,8 +1251,89 @@ def bench_imbalance(ctx: Ctx):
     return name, "\n".join(lines) + "\n", (check["ok"] if check else None)
 
 
+# -- 6. imbalance top 10 over 1,000 runs x 1,000 nodes x 16 ranks (the rank summary) -----------------------------
+def _imbalance_worker(ctx: Ctx, lake_dir: pathlib.Path, source: str, out: pathlib.Path) -> dict:
+    """The imbalance-runs worker in a fresh process: timings (best/median of --reps) and peak RSS."""
+    a = ctx.a
+    wk = ["worker", "imbalance-runs", "--lake", str(lake_dir), "--source", source, "--reps", str(a.reps),
+          "--out", str(out)]
+    load = ["--max-load", str(a.max_load), "--poll", str(a.poll), "--max-wait", str(a.max_wait)]
+    w = ctx.wait(f"perflake imbalance-runs worker ({source})")
+    res = C.run_measured([str(C.PROJECT_PY), str(SELF), *wk, *load], timeout=3600)
+    if res["rc"] != 0:
+        raise RuntimeError(f"perflake imbalance-runs worker ({source}) failed: {res['stderr'][-3000:]}")
+    res["info"], res["start_load"] = C.result_line(res["stdout"]), w
+    res["cmd"] = shlex.join([C.rel(C.PROJECT_PY), C.rel(SELF), *wk[:3], C.rel(lake_dir), *wk[4:-1], C.rel(out)])
+    C.log(f"imbalance top 10 ({source}): {best_med(res['info']['times'])}, peak RSS {C.mib(res['rss_kib'])}")
+    return res
+
+
+def bench_imbalance_runs(ctx: Ctx):
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    a = ctx.a
+    nodes, ranks, runs = ctx.size["imb_runs"]
+    name = ctx.names["imbalance-runs"]
+    files, root, gen = ensure_json_runs(nodes, ranks, runs)
+    n_files, nbytes = C.tree_bytes(files)
+    lakes = ctx.lakes("imbalance-runs")
+    lake_dir = lakes / "lake"
+    cli = perflake_cli(ctx, root, lake_dir, runs, f"perflake CLI cold ingest of {runs} runs")
+    sizes = {t: C.tree_bytes([lake_dir / t])[1] for t in ("metrics", "rank_summary")}
+    lake_bytes = C.tree_bytes([lake_dir])[1]
+    import perflake
+    from perflake.ingest.summarize import summarize_file
+
+    cat = perflake.Lake(lake_dir).catalog()
+    t, c = time.perf_counter(), time.process_time()
+    for batch in cat.batches():  # the summary's share of the ingest: summarising every batch again
+        summarize_file(cat, batch)
+    summ_s, summ_cpu = time.perf_counter() - t, time.process_time() - c
+    summary = _imbalance_worker(ctx, lake_dir, "auto", lakes / "summary.parquet")
+    rows = _imbalance_worker(ctx, lake_dir, "rows", lakes / "rows.parquet")
+    got, want = pq.read_table(lakes / "summary.parquet").to_pandas(), pq.read_table(lakes / "rows.parquet").to_pandas()
+    same_rows = got[["run_id", "node_id"]].equals(want[["run_id", "node_id"]])
+    cols = ["imbalance", "mean", "max", "std", "present"]
+    close = same_rows and all(pd.Series(got[k]).sub(want[k]).abs().le(1e-12 * want[k].abs()).all() for k in cols)
+    ok = bool(close and (got["top_ranks"] == want["top_ranks"]).all())
+    C.log(f"correctness imbalance-runs: {'OK' if ok else 'MISMATCH'}")
+    best = min(summary["info"]["times"])
+    gen_note = (f"; generated in this run in {gen['wall_s']:.1f} s (peak RSS {C.mib(gen['rss_kib'])})" if gen
+                else "; reused (stamped)")
+    lines = header(ctx, name, f"`perflake.generators.WRITERS[\"caliper\"](out, nodes={nodes}, ranks={ranks}, "
+                              f"runs={runs}, seed={SEED})` -> `{C.rel(root)}` ({n_files} files, "
+                              f"{C.fmt_bytes(nbytes)}){gen_note}; lake `{C.rel(lake_dir)}` ingested by the CLI",
+                   [f"- timing: 1-minute load average below {a.max_load:.1f} before every timed call (polled every "
+                    f"{a.poll:g} s, at most {a.max_wait:g} s); best / median of {a.reps} calls in one fresh process "
+                    "each; peak RSS of the whole process (/usr/bin/time)"])
+    lines += ["| measurement | perflake | target |", "|---|---|---|",
+              f"| imbalance top 10 over {runs} runs, from the rank summary: `Lake(root).imbalance(metric=\"time\", "
+              f"top=10)` | {best_med(summary['info']['times'])} (peak RSS {C.mib(summary['rss_kib'])}) | < "
+              f"{TARGET_IMB_RUNS_S:g} s: {verdict(best < TARGET_IMB_RUNS_S)} |",
+              f"| the same from the metrics rows (`source=\"rows\"`: before the summary) | "
+              f"{best_med(rows['info']['times'])} (peak RSS {C.mib(rows['rss_kib'])}) | "
+              f"{min(rows['info']['times']) / best:,.1f}x slower |",
+              f"| CLI cold ingest `perflake ingest DIR --lake L --quiet` (summary included) | {C.fmt_s(cli['wall_s'])} "
+              f"(peak RSS {C.mib(cli['rss_kib'])}) | |",
+              f"| summarising every batch again (`perflake.ingest.summarize.summarize_file`, in-process) | "
+              f"{C.fmt_s(summ_s)} (CPU {C.fmt_s(summ_cpu)}) | |",
+              f"| lake bytes: all / metrics / rank_summary | {C.fmt_bytes(lake_bytes)} / "
+              f"{C.fmt_bytes(sizes['metrics'])} / {C.fmt_bytes(sizes['rank_summary'])} "
+              f"({sizes['rank_summary'] / sizes['metrics']:.0%} of metrics) | |",
+              "", "| correctness | result |", "|---|---|",
+              f"| summary vs metrics rows: the same 10 (run, call path), imbalance/mean/max/std/present (rtol 1e-12), "
+              f"top ranks | {'**OK**' if ok else '**MISMATCH**'} |", "",
+              f"Workers ran as `{summary['cmd']}` and `{rows['cmd']}`; repetitions (summary): "
+              + ", ".join(f"{x:.3f}" for x in summary["info"]["times"]) + " s; (rows): "
+              + ", ".join(f"{x:.3f}" for x in rows["info"]["times"]) + " s; 1-minute load before each: "
+              f"{loads_str(summary['info']['loads'])}; {loads_str(rows['info']['loads'])}; CLI "
+              f"{C.load_note(cli['load'])}."]
+    return name, "\n".join(lines) + "\n", ok
+
+
 BENCHMARKS = {"ingest-cali": bench_ingest_cali, "groupby": bench_groupby, "ensemble": bench_ensemble,
-              "ingest-runs": bench_ingest_runs, "imbalance": bench_imbalance}
+              "ingest-runs": bench_ingest_runs, "imbalance": bench_imbalance, "imbalance-runs": bench_imbalance_runs}
 
 
 def main(argv=None) -> int:

@@ -42,11 +42,27 @@ def _child_order(cat) -> None:
     they were ingested; the input order of their siblings is not recorded anywhere to recover it from."""
 
 
+def _rank_summary(cat) -> None:
+    """Every committed batch gets its rank_summary file, computed from its metrics file as ingest computes it
+    (perflake.ingest.summarize); each file is written under a temporary name and renamed, so a batch that has
+    one has all of it, and a migration stopped midway goes on with the batches that have none."""
+    from perflake.catalogs.schema import RANK_SUMMARY
+    from perflake.ingest.summarize import summarize_file
+
+    cat.fs.makedirs(f"{cat.root}/{RANK_SUMMARY}", exist_ok=True)
+    batches = cat.batches()
+    for batch in sorted(set(batches) - cat.having(RANK_SUMMARY, batches)):
+        cat.write_table(RANK_SUMMARY, batch, summarize_file(cat, batch), atomic=True)
+
+
 MIGRATIONS = (
     Migration("0001-ingest-log", 1, 2, _add_ingest_log,
               "adds the ingest_log/ folder: one Parquet file of attempts per ingest (perflake.ingest.log)"),
     Migration("0002-child-order", 2, 3, _child_order,
               "nodes gain child_order (siblings in the input's order); older batches keep NULL: frame order"),
+    Migration("0003-rank-summary", 3, 4, _rank_summary,
+              "adds rank_summary/: per run, call path and metric, the statistics over its locations, built from "
+              "each batch's metrics rows (perflake.ingest.summarize)"),
 )
 
 

@@ -1,13 +1,15 @@
 """Schema of the lake: the version, the table names, and the Arrow schemas of its tables (the one place they are
-written down: the runs catalog, the ingest log, and the fixed columns of the data tables nodes, edges, metrics)."""
+written down: the runs catalog, the ingest log, and the fixed columns of the data tables nodes, edges, metrics,
+rank_summary)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3  # a change bumps this and adds a named migration (catalogs/migrations.py)
-MARKER = "perflake.json"  # at the lake root: {"format": "perflake-lake", "schema_version": 3, "migrations": [...]}
-DATA_TABLES = ("nodes", "edges", "metrics")
+SCHEMA_VERSION = 4  # a change bumps this and adds a named migration (catalogs/migrations.py)
+MARKER = "perflake.json"  # at the lake root: {"format": "perflake-lake", "schema_version": 4, "migrations": [...]}
+RANK_SUMMARY = "rank_summary"  # per run, call path and metric: the statistics over its locations (schema 4)
+DATA_TABLES = ("nodes", "edges", "metrics", RANK_SUMMARY)
 RUNS = "runs"
 INGEST_LOG = "ingest_log"  # one Parquet file per ingest invocation that attempted something (perflake.ingest.log)
 INGEST_STATUSES = ("ingested", "skipped", "failed")
@@ -33,7 +35,33 @@ NODES_SCHEMA = pa.schema(
 EDGES_SCHEMA = pa.schema([("run_id", pa.string()), ("parent_id", pa.uint64()), ("child_id", pa.uint64())])
 METRICS_KEY_SCHEMA = pa.schema([("run_id", pa.string()), ("node_id", pa.uint64()), ("rank", pa.int32()),
                                 ("thread", pa.int32())])
-DATA_SCHEMAS = {"nodes": NODES_SCHEMA, "edges": EDGES_SCHEMA, "metrics": METRICS_KEY_SCHEMA}
+# rank_summary: written with the batch's other data files (perflake.ingest.summarize), one row per run, call path
+# and metric with a value at a location (rank >= 0, any thread; rank -1, a summary profile, is not a location):
+# what every per-rank question needs (imbalance, the per-run means of ensembles, comparisons and regressions)
+# without reading the per-rank rows again.  Files sorted by metric, run_id, node_id; they do not store the mean
+# (13 MiB of 86 for 1,000 runs of 1,000 call paths and 2 metrics): the view computes it, as every reader does.
+RANK_SUMMARY_TOP = 8  # top_ranks holds at most this many ranks (imbalance's k above it reads the metrics rows)
+RANK_SUMMARY_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("node_id", pa.uint64()),
+        ("metric", pa.string()),
+        ("count", pa.int64()),  # locations with a value
+        ("total", pa.float64()),  # sum of the values
+        ("mean", pa.float64()),  # total / count (the view's; not in the files)
+        ("m2", pa.float64()),  # sum of squared deviations from mean: variance = m2 / (count - ddof)
+        ("min", pa.float64()),
+        ("max", pa.float64()),
+        ("min_rank", pa.int32()),  # rank of a location holding min (ties: the lowest rank)
+        ("max_rank", pa.int32()),  # rank of a location holding max (ties: the lowest rank) = top_ranks[1]
+        ("top_ranks", pa.list_(pa.int32())),  # the RANK_SUMMARY_TOP ranks of largest value, a rank's value being
+        # its max over threads, ties to the lower rank (a prefix of it is the top k for any smaller k)
+        ("locations", pa.int64()),  # locations of the run (rank >= 0, any thread), with or without a value here
+    ]
+)
+RANK_SUMMARY_FILE_SCHEMA = RANK_SUMMARY_SCHEMA.remove(RANK_SUMMARY_SCHEMA.get_field_index("mean"))
+DATA_SCHEMAS = {"nodes": NODES_SCHEMA, "edges": EDGES_SCHEMA, "metrics": METRICS_KEY_SCHEMA,
+                RANK_SUMMARY: RANK_SUMMARY_SCHEMA}
 assert tuple(DATA_SCHEMAS) == DATA_TABLES
 
 METRIC_STRUCT = pa.struct([("name", pa.string()), ("role", pa.string()), ("unit", pa.string()), ("pair", pa.string())])

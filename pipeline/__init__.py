@@ -5,7 +5,7 @@ Quick start::
     import perflake
     lake = perflake.Lake("./lake")
     lake.ingest(["runs/"])                  # TAU, ... sniffed; idempotent
-    lake.sql("select * from runs")          # DuckDB SQL over runs, nodes, edges, metrics
+    lake.sql("select * from runs")          # DuckDB SQL over runs, nodes, edges, metrics, rank_summary
     gf = lake.graphframe(run_id)            # a Hatchet-style GraphFrame
     print(gf.tree())
     gf = perflake.read_tau("profile-dir")   # no lake needed

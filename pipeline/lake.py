@@ -12,7 +12,7 @@ import duckdb
 import pyarrow as pa
 
 from perflake.catalogs.catalog import Catalog
-from perflake.catalogs.schema import DATA_SCHEMAS, DATA_TABLES, INGEST_LOG, INGEST_LOG_SCHEMA
+from perflake.catalogs.schema import DATA_SCHEMAS, DATA_TABLES, INGEST_LOG, INGEST_LOG_SCHEMA, RANK_SUMMARY
 from perflake.engine import duck, sqlfiles
 from perflake.errors import LakeError, UsageError
 from perflake.ingest.driver import LOCK_TIMEOUT, IngestReport, ingest
@@ -84,7 +84,8 @@ class Lake:
         return self.catalog().runs().to_pandas()
 
     def connect(self, *, confined: bool = False, own: bool = False) -> duckdb.DuckDBPyConnection:
-        """A fresh DuckDB connection with the views ``runs``, ``nodes``, ``edges``, ``metrics`` and
+        """A fresh DuckDB connection with the views ``runs``, ``nodes``, ``edges``, ``metrics``, ``rank_summary``
+        (per run, call path and metric: statistics over the run's locations, catalogs/schema.py) and
         ``ingest_log``.  The catalog is read once: the connection sees the runs committed at that moment, each
         with all of its rows, whatever ingests commit meanwhile.  ``confined``: a database of its own that
         reads only the lake's files and whose settings no statement can change (perflake.engine.duck.confine);
@@ -95,9 +96,10 @@ class Lake:
         con.register("runs", runs)
         batches = runs.column("batch").to_pylist()
         for table in DATA_TABLES:
-            if batches:
+            have = cat.having(table, batches) if table == RANK_SUMMARY and batches else batches
+            if have:
                 con.execute(f"set variable perflake_{table}_files = $files",
-                            {"files": cat.files(table, batches)}).fetchall()
+                            {"files": cat.files(table, have)}).fetchall()
                 con.execute(sqlfiles.load(f"views/{table}")).fetchall()
             else:
                 con.register(table, DATA_SCHEMAS[table].empty_table())
@@ -163,13 +165,14 @@ class Lake:
 
     def imbalance(self, runs=None, *, metric: str = "time", top: int | None = None, absent: str = "exclude",
                   k: int = 3, ddof: int = 1, where: str | None = None, scheduler=None, by: str = "imbalance",
-                  min_share: float = 0.0) -> pd.DataFrame:
+                  min_share: float = 0.0, source: str = "auto") -> pd.DataFrame:
         """Per-rank load imbalance per call path, ranked by ``by`` without the call paths below ``min_share`` of
-        their run's time (see :func:`perflake.analytics.imbalance.imbalance`)."""
+        their run's time, from the lake's rank summary or its metrics rows (``source``; see
+        :func:`perflake.analytics.imbalance.imbalance`)."""
         from perflake.analytics.imbalance import imbalance
 
         return imbalance(self, runs, metric=metric, top=top, absent=absent, k=k, ddof=ddof, where=where,
-                         scheduler=scheduler, by=by, min_share=min_share)
+                         scheduler=scheduler, by=by, min_share=min_share, source=source)
 
     def compare(self, a, b, *, metric: str = "time", scheduler=None) -> pd.DataFrame:
         """Two runs (or two lists of runs) per call path, biggest regressions first

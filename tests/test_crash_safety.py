@@ -31,16 +31,19 @@ def _cli(src: Path, lake_dir: Path) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def _counts(lake_dir: Path) -> dict[str, tuple[int, int, int]]:
-    """Per visible run: rows in nodes, edges, metrics."""
+TABLES = ("nodes", "edges", "metrics", "rank_summary")
+
+
+def _counts(lake_dir: Path) -> dict[str, tuple[int, ...]]:
+    """Per visible run: rows in nodes, edges, metrics, rank_summary."""
     lake = Lake(lake_dir)
     runs = lake.sql("select run_id from runs")["run_id"]
     per = {t: lake.sql(f"select run_id, count(*) as n from {t} group by run_id").set_index("run_id")["n"]
-           for t in ("nodes", "edges", "metrics")}
-    extra = (set(per["nodes"].index) | set(per["edges"].index) | set(per["metrics"].index)) - set(runs)
+           for t in TABLES}
+    extra = set().union(*(set(per[t].index) for t in TABLES)) - set(runs)
     assert not extra, f"rows of runs that are not committed: {sorted(extra)}"
     assert runs.is_unique
-    return {r: tuple(int(per[t].get(r, 0)) for t in ("nodes", "edges", "metrics")) for r in runs}
+    return {r: tuple(int(per[t].get(r, 0)) for t in TABLES) for r in runs}
 
 
 def _check_consistent(lake_dir: Path, reference: dict) -> int:
@@ -90,7 +93,7 @@ def test_sigkill_at_random_moments_never_leaves_a_partial_run(tmp_path):
         assert all("/runs/part-" not in p.replace(os.sep, "/") or p.endswith(".tmp") for p in removed)
         outcomes["vacuumed files"] += len(removed)
         assert _check_consistent(lake_dir, ref) == RUNS
-        owned = {p.name for table in ("runs", "nodes", "edges", "metrics") for p in (lake_dir / table).glob("part-*")}
+        owned = {p.name for table in ("runs", *TABLES) for p in (lake_dir / table).glob("part-*")}
         batches = set(Lake(lake_dir).sql("select distinct batch from runs")["batch"])
         assert all(any(b in name for b in batches) for name in owned), "a data file no committed batch owns"
     print(f"\n{KILLS} ingests, SIGKILL at uniform moments over {full:.2f} s: {outcomes}")
@@ -134,3 +137,32 @@ def test_a_crash_between_the_steps_of_a_commit_is_invisible(tmp_path, monkeypatc
     removed = Lake(tmp_path / "lake").vacuum(older_than=0)
     assert removed and not list((tmp_path / "lake").rglob("*.tmp"))
     assert _check_consistent(tmp_path / "lake", ref) == 3
+
+
+def test_a_failed_summary_write_leaves_no_file(tmp_path, monkeypatch):
+    """The rank summary is one of the batch's data files: when writing it fails (here: the disk fills up once
+    the file is written), the batch is discarded whole -- no nodes, edges, metrics nor rank_summary file, no run
+    visible -- and the next ingest commits all four."""
+    src = tmp_path / "src"
+    write_tau_runs(src, nodes=20, ranks=3, threads=2, runs=3, seed=2)
+    from perflake.catalogs import catalog as catalog_module
+
+    real = catalog_module.Catalog.write_table
+
+    def full_disk(self, table_name, batch, table, **kw):
+        path = real(self, table_name, batch, table, **kw)
+        if table_name == "rank_summary":
+            raise OSError(28, "No space left on device")
+        return path
+
+    monkeypatch.setattr(catalog_module.Catalog, "write_table", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        Lake(tmp_path / "lake").ingest([src])
+    monkeypatch.undo()
+    folders = [tmp_path / "lake" / t for t in ("runs", *TABLES)]
+    left = [p.name for folder in folders if folder.is_dir() for p in folder.iterdir()]
+    assert not left, left
+    assert Lake(tmp_path / "lake").sql("select count(*) as n from runs")["n"][0] == 0
+    Lake(tmp_path / "lake").ingest([src])
+    counts = _counts(tmp_path / "lake")
+    assert len(counts) == 3 and all(min(rows) > 0 for rows in counts.values())

@@ -9,17 +9,19 @@ import pytest
 
 from perflake import Lake
 from perflake.catalogs import migrations
-from perflake.catalogs.schema import INGEST_LOG, MARKER, SCHEMA_VERSION
+from perflake.catalogs.schema import INGEST_LOG, MARKER, RANK_SUMMARY, SCHEMA_VERSION
 from perflake.cli.app import main
 from perflake.errors import LakeError
 from perflake.generators.tau import write_tau_runs
 
 
 def _as_version_1(root) -> None:
-    """What a lake written by perflake with schema version 1 looks like: no ingest_log/, marker version 1."""
-    for part in sorted((root / INGEST_LOG).glob("*"), reverse=True):
-        part.unlink()
-    (root / INGEST_LOG).rmdir()
+    """What a lake written by perflake with schema version 1 looks like: no ingest_log/ nor rank_summary/,
+    marker version 1."""
+    for folder in (INGEST_LOG, RANK_SUMMARY):
+        for part in sorted((root / folder).glob("*"), reverse=True):
+            part.unlink()
+        (root / folder).rmdir()
     info = json.loads((root / MARKER).read_text())
     info["schema_version"] = 1
     info.pop("migrations", None)
@@ -37,9 +39,10 @@ def old_lake(tmp_path):
 
 
 def test_the_migration_path_reaches_this_version():
-    assert SCHEMA_VERSION == 3
-    assert [m.name for m in migrations.pending(1)] == ["0001-ingest-log", "0002-child-order"]
-    assert [m.name for m in migrations.pending(2)] == ["0002-child-order"]
+    assert SCHEMA_VERSION == 4
+    assert [m.name for m in migrations.pending(1)] == ["0001-ingest-log", "0002-child-order", "0003-rank-summary"]
+    assert [m.name for m in migrations.pending(2)] == ["0002-child-order", "0003-rank-summary"]
+    assert [m.name for m in migrations.pending(3)] == ["0003-rank-summary"]
     assert migrations.pending(SCHEMA_VERSION) == []
     names = [m.name for m in migrations.MIGRATIONS]
     assert len(set(names)) == len(names) and all(m.to_version == m.from_version + 1 for m in migrations.MIGRATIONS)
@@ -48,11 +51,12 @@ def test_the_migration_path_reaches_this_version():
 def test_opening_an_old_lake_migrates_it_and_records_the_migration(old_lake):
     root, src, before = old_lake
     lake = Lake(root)
-    assert lake.catalog().migrated == ["0001-ingest-log", "0002-child-order"]
+    assert lake.catalog().migrated == ["0001-ingest-log", "0002-child-order", "0003-rank-summary"]
     info = json.loads((root / MARKER).read_text())
     assert info["schema_version"] == SCHEMA_VERSION
     assert [(m["name"], m["from"], m["to"]) for m in info["migrations"]] == [("0001-ingest-log", 1, 2),
-                                                                            ("0002-child-order", 2, 3)]
+                                                                            ("0002-child-order", 2, 3),
+                                                                            ("0003-rank-summary", 3, 4)]
     assert (root / INGEST_LOG).is_dir()
     assert lake.sql("select run_id, n_nodes from runs order by run_id").equals(before)  # data untouched
     assert Lake(root).catalog().migrated == []  # once
@@ -116,6 +120,9 @@ def _as_version_2(root) -> None:
     for part in (root / "nodes").glob("*.parquet"):
         table = pq.read_table(part)
         pq.write_table(table.drop_columns(["child_order"]), part)
+    for part in (root / RANK_SUMMARY).glob("*"):
+        part.unlink()
+    (root / RANK_SUMMARY).rmdir()
     info = json.loads((root / MARKER).read_text())
     info["schema_version"] = 2
     info["migrations"] = info.get("migrations", [])[:1]
@@ -132,7 +139,7 @@ def test_a_version_2_lake_opens_and_lists_children_in_frame_order(tmp_path):
     current = Lake(root).graphframe(run)
     _as_version_2(root)
     lake = Lake(root)
-    assert lake.catalog().migrated == ["0002-child-order"]
+    assert lake.catalog().migrated == ["0002-child-order", "0003-rank-summary"]
     old = lake.graphframe(run)
     assert old.graph == current.graph and old.dataframe.equals(current.dataframe)  # same values, same pre-order
     for node in old.graph:

@@ -115,5 +115,5 @@ def test_the_reference_finder_sees_every_form():
     for name, module in (("closure", "pipeline/ingest/normalize.py"), ("rekey_metrics", "pipeline/ingest/normalize.py"),
                          ("imbalance_scan", "pipeline/analytics/imbalance.py"),
                          ("imbalance_partial", "pipeline/analytics/imbalance.py"),
-                         ("ensemble_values", "pipeline/analytics/ensemble.py"), ("views/*", "pipeline/lake.py")):
+                         ("ensemble_values", "pipeline/analytics/rank_summary.py"), ("views/*", "pipeline/lake.py")):
         assert module in refs.get(name, set()), (name, module)

@@ -97,7 +97,7 @@ def _columns(lake, table: str) -> list[tuple[str, str]]:
     return [(name, kind) for name, kind, *_ in lake.connect().execute(f"describe {table}").fetchall()]
 
 
-@pytest.mark.parametrize("table", ["nodes", "edges", "metrics"])
+@pytest.mark.parametrize("table", ["nodes", "edges", "metrics", "rank_summary"])
 def test_the_data_table_schemas_are_what_ingest_writes(lakes, table):
     """catalogs/schema.py's DATA_SCHEMAS (what an empty lake shows) = the columns an ingested lake's views have
     (for metrics: its key columns, then one DOUBLE per metric)."""

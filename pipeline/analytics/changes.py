@@ -33,6 +33,7 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from perflake.analytics import changepoint
+from perflake.analytics.rank_summary import run_values
 from perflake.analytics.selection import parse_key, select, selection_metric, session, union_nodes, with_metric
 from perflake.engine import sqlfiles
 from perflake.errors import LakeError, UsageError
@@ -122,9 +123,8 @@ def changes(lake, order_by: str = "launch_time", *, where: str | None = None, ru
     one = bool(((rows["ranks"] == 1) & (rows["threads"] == 1)).all())
     with session(lake) as con:
         con.register("selection_t", ordered[["run_id"]].assign(group_id=0))
-        files = lake.catalog().files("metrics", rows["batch"].unique())
-        values = sqlfiles.relation(con, "ensemble_values", files=files,
-                                   metric=metric, one_location=one).df()
+        spec = run_values(lake.catalog(), rows["batch"].unique(), metric, one)  # the rank summary where there is one
+        values = sqlfiles.relation(con, spec["name"], **spec["params"]).df()
         nodes = union_nodes(lake, ordered["run_id"], rows["batch"].unique(), con=con).to_pandas()
     node_ids = nodes["node_id"].to_numpy()
     matrix = _matrix(values, ordered["run_id"], node_ids)

@@ -7,7 +7,9 @@ strong-scaling study reads time per rank); for a sum multiply ``mean`` by the ca
 ``count`` is the number of runs of the group in which the call path has a value.
 
 The statistics are ONE DuckDB query over the selected batches' Parquet files (``sql/ensemble_values.sql``
-feeding ``sql/value_stats.sql``), never a Python loop over runs.  With ``scheduler`` the per-run values
+feeding ``sql/value_stats.sql``), never a Python loop over runs; the per-run values come from the lake's
+rank summary (``sql/ensemble_values_summary.sql``: one row per run and call path, the mean stored as total
+and count) when every selected batch has one (perflake.analytics.rank_summary).  With ``scheduler`` the per-run values
 are computed by Dask tasks over chunks of runs (``pipeline/engine/parallel.py``) and the statistics by the same
 ``sql/value_stats.sql`` over their union: the same numbers up to floating-point summation order (DuckDB
 sums in parallel, so the last bits of ``mean``/``std`` vary between any two executions).
@@ -22,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from perflake.analytics.rank_summary import run_values, summarized
 from perflake.analytics.selection import parse_key, select, selection_metric, session, union_nodes, with_metric
 from perflake.engine import parallel, sqlfiles
 from perflake.errors import UsageError
@@ -66,15 +69,17 @@ def group_stats(lake, rows: pd.DataFrame, metric: str, *, stats=("count", "mean"
     cat = lake.catalog()
     selection = rows[["run_id", "group_id"]].reset_index(drop=True)
     one = bool(((rows["ranks"] == 1) & (rows["threads"] == 1)).all())  # NULL (unknown) counts as not one
+    summary = summarized(cat, rows["batch"].unique())  # per-run values from the rank summary (analytics.rank_summary)
     if scheduler is None:
-        values = {"files": cat.files("metrics", rows["batch"].unique()), "metric": metric, "one_location": one}
-        inputs = dict(tables={"selection_t": selection}, views={"stat_values_t": ("ensemble_values", values)})
+        spec = run_values(cat, rows["batch"].unique(), metric, one, summary=summary)
+        inputs = dict(tables={"selection_t": selection}, views={"stat_values_t": (spec["name"], spec["params"])})
     else:
         distinct = rows.drop_duplicates("run_id").to_dict("records")
+        batch_of = dict(zip(rows["run_id"], rows["batch"]))
         tasks = parallel.plan(distinct, lambda b: cat.files("metrics", [b]), task_rows=task_rows, split_ranks=False)
-        specs = [dict(name="ensemble_values", params={"files": t["files"], "metric": metric, "one_location": one},
-                      tables={"selection_t": selection[selection["run_id"].isin(t["run_ids"])]},
-                      filesystem=None if cat.local else cat.fs) for t in tasks]
+        specs = [{**run_values(cat, {batch_of[r] for r in t["run_ids"]}, metric, one, summary=summary),
+                  "tables": {"selection_t": selection[selection["run_id"].isin(t["run_ids"])]},
+                  "filesystem": None if cat.local else cat.fs} for t in tasks]
         inputs = dict(tables={"stat_values_t": pa.concat_tables(parallel.fan_out(parallel.sql_task, specs,
                                                                                  scheduler=scheduler))})
     with session(lake, con) as con, sqlfiles.scope(con, **inputs) as cur:

@@ -21,6 +21,12 @@ distributed cluster); each task runs sql/imbalance_scan.sql + sql/imbalance_part
 connection (on a local scheduler with the cores the tasks leave over, so one big run uses them all)
 and returns mergeable partials (count, sum, sum of squared deviations, min, max, top k), merged here in
 pandas in a fixed order, so every scheduler gives bit-identical results.
+
+A NaN value (ingest stores NULL for one; a lake's files may hold one) is a value above every number, as
+DuckDB orders it in every task: sum, std and max over it are NaN, min skips it, its rank is first in top_ranks.
+
+Lake-wide, the same statistics come by default from the lake's rank summary, computed once at ingest
+(perflake.analytics.rank_summary, sql/imbalance_summary.sql): no per-rank row is read again.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from perflake.analytics import imbalance_ranking, selection
+from perflake.analytics import imbalance_ranking, rank_summary, selection
 from perflake.engine import parallel
 from perflake.errors import LakeError
 from perflake.frame.tables import metrics_table, node_ids
@@ -65,6 +71,10 @@ def merge_partials(parts: pa.Table, *, absent: str = "exclude", k: int = 3, ddof
     p["dev"] = p["m2"] + p["n"] * (p["total"] / p["n"] - g["total"].transform("sum") / n) ** 2
     out = g.agg(present=("n", "sum"), total=("total", "sum"), m2=("dev", "sum"), min=("min", "min"),
                 max=("max", "max")).reset_index()
+    # NaN values as DuckDB treats them in every partial (pandas' sums and max skip NaN): above every number,
+    # so a sum, m2 and max over a NaN are NaN, a min is NaN only when every value is
+    nan = p[["total", "dev", "max"]].isna().groupby([p[c] for c in KEYS], sort=False).any().to_numpy()
+    out.loc[nan[:, 0], "total"], out.loc[nan[:, 1], "m2"], out.loc[nan[:, 2], "max"] = np.nan, np.nan, np.nan
     if absent == "zero":
         per_run = p.drop_duplicates(["run_id", "metric", "part"]).groupby(["run_id", "metric"], as_index=False)
         locations = out[["run_id", "metric"]].merge(per_run["locations"].sum(), how="left")["locations"]
@@ -78,7 +88,7 @@ def merge_partials(parts: pa.Table, *, absent: str = "exclude", k: int = 3, ddof
     m2 = out["m2"].to_numpy() + present * (mean_p - mean) ** 2 + zeros * mean**2
     out["locations"] = locations
     out["mean"] = mean
-    out["min"] = np.where(zeros > 0, np.minimum(out["min"], 0.0), out["min"])
+    out["min"] = np.where(zeros > 0, np.fmin(out["min"], 0.0), out["min"])  # NaN above 0, as in DuckDB
     out["max"] = np.where(zeros > 0, np.maximum(out["max"], 0.0), out["max"])
     with np.errstate(invalid="ignore", divide="ignore"):
         out["std"] = np.where(locations > ddof, np.sqrt(m2 / np.maximum(locations - ddof, 1)), np.nan)
@@ -94,7 +104,8 @@ def _top(parts: pa.Table, gid: np.ndarray, groups: int, k: int) -> np.ndarray:
     owner = gid[pc.list_parent_indices(ranks).to_numpy()]
     r = pc.list_flatten(ranks).to_numpy().astype(np.int64)
     v = pc.list_flatten(parts.column("top_values").combine_chunks()).to_numpy()
-    idx = np.lexsort((r, -v, owner))
+    missing = np.isnan(v)  # NaN first (above every number, as DuckDB's max_by orders it), ties to the lower rank
+    idx = np.lexsort((r, np.where(missing, 0.0, -v), ~missing, owner))
     owner, r = owner[idx], r[idx]
     keep = np.arange(len(owner)) - np.searchsorted(owner, np.arange(groups))[owner] < k
     offsets = np.concatenate([[0], np.cumsum(np.bincount(owner[keep], minlength=groups))]).astype(np.int32)
@@ -120,7 +131,8 @@ def _order(df: pd.DataFrame, top: int | None) -> pd.DataFrame:
 
 def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent: str = "exclude", k: int = 3,
               ddof: int = 1, where: str | None = None, scheduler=None,
-              task_rows: int | None = None, by: str = "imbalance", min_share: float = 0.0) -> pd.DataFrame:
+              task_rows: int | None = None, by: str = "imbalance", min_share: float = 0.0,
+              source: str = "auto") -> pd.DataFrame:
     """Per call path of each run (all runs, ``runs`` ids/prefixes, and/or ``where`` SQL on the catalog):
     statistics over locations and imbalance = max/mean (module docstring), with ``total`` and ``share`` (of
     the run's time); ranked by ``by`` (imbalance, max, std, mean or time), largest first, without the call
@@ -131,6 +143,12 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
     default a run is cut into rank ranges only on a distributed cluster (to bound a worker's memory): every
     such task scans the run's whole file (it is sorted by node), so on this machine one task per run is
     faster and DuckDB spreads it over the cores itself.
+
+    ``source``: "auto" (the default) answers from the lake's rank summary (perflake.analytics.rank_summary: one
+    row per run, call path and metric, no per-rank row read; one query, on a distributed ``scheduler`` its
+    one task) when every selected batch has one, ``k`` is at most catalogs.schema.RANK_SUMMARY_TOP and no
+    ``task_rows`` is given; otherwise, or with "rows", from the metrics rows as described above.  Both give
+    the same numbers (``share`` up to the summation order of the run totals).
     """
     _check(absent, k, ddof)
     imbalance_ranking.check(by, min_share)
@@ -139,12 +157,19 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
         raise LakeError(f"{lake.root}: no runs selected")
     metrics = [metric] if isinstance(metric, str) else list(metric)
     cat = lake.catalog()
-    specs = []
-    for m in metrics:
-        rows = selection.with_metric(sel, m)
+    selected = {m: selection.with_metric(sel, m) for m in metrics}
+    for m, rows in selected.items():
         if runs is not None and len(rows) < len(sel.runs):
             missing = sorted(set(sel.runs["run_id"]) - set(rows["run_id"]))
             raise LakeError(f"run {missing[0]} has no metric {m!r}")
+    if (task_rows is None or source == "summary") and rank_summary.use_summary(
+            cat, sel.runs["batch"].unique(), source=source, k=k):
+        run_ids = sorted(set().union(*(set(rows["run_id"]) for rows in selected.values())))
+        return rank_summary.imbalance(lake, sel, metrics, run_ids, absent=absent, k=k, ddof=ddof, by=by,
+                                      min_share=min_share, top=top, scheduler=scheduler,
+                                      columns=[*COLUMNS, "total", "share"])
+    specs = []
+    for m, rows in selected.items():
         local = scheduler is None or isinstance(scheduler, str) and scheduler.lower() in parallel.LOCAL_SCHEDULERS
         for t in parallel.plan(rows.to_dict("records"), lambda b: cat.files("metrics", [b]),
                                task_rows=task_rows or parallel.DEFAULT_TASK_ROWS,

@@ -30,6 +30,7 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from perflake.analytics import twogroup
+from perflake.analytics.rank_summary import run_values
 from perflake.analytics.selection import select, selection_metric, session, union_nodes, with_metric
 from perflake.engine import sqlfiles
 from perflake.errors import LakeError, UsageError
@@ -185,8 +186,8 @@ def regress(lake, baseline, candidate, *, metric: str | None = None, test: str =
     one = bool(((rows["ranks"] == 1) & (rows["threads"] == 1)).all())
     with session(lake) as con:
         con.register("selection_t", rows[["run_id", "group_id"]])
-        sqlfiles.materialize(con, "run_values_t", "ensemble_values", files=cat.files("metrics", rows["batch"].unique()),
-                             metric=metric, one_location=one)
+        spec = run_values(cat, rows["batch"].unique(), metric, one)  # from the rank summary where the lake has it
+        sqlfiles.materialize(con, "run_values_t", spec["name"], **spec["params"])
         moments = sqlfiles.relation(con, "regress_moments").df()
         ranks = sqlfiles.relation(con, "regress_ranks").df()
         nodes = union_nodes(lake, rows["run_id"], rows["batch"].unique(), con=con).to_pandas()

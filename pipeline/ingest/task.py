@@ -1,4 +1,5 @@
-"""One ingest task, as a Dask worker runs it: hash -> read -> normalise -> write the batch's data files.
+"""One ingest task, as a Dask worker runs it: hash -> read -> normalise -> write the batch's data files (nodes,
+edges, metrics, and the rank summary of its metrics rows: perflake.ingest.summarize).
 
 A task gets plain values (the lake's :class:`Catalog`, a list of :class:`Candidate` runs, the content hashes
 already in the lake) and returns a small :class:`TaskResult`: one outcome per candidate and, per batch it
@@ -19,11 +20,12 @@ from dataclasses import dataclass, field
 
 from perflake._version import __version__
 from perflake.catalogs.catalog import Catalog, new_batch_id
-from perflake.catalogs.schema import SCHEMA_VERSION
+from perflake.catalogs.schema import RANK_SUMMARY, SCHEMA_VERSION
 from perflake.catalogs.well_known import promote
 from perflake.errors import FormatNotRecognized, PerflakeError, ReaderError
 from perflake.ingest.log import FAILED_BEFORE, PRESENT, Outcome
 from perflake.ingest.normalize import RunFacts, normalize_many
+from perflake.ingest.summarize import summarize
 from perflake.readers import get_reader
 from perflake.vocabulary import EXCLUSIVE, INCLUSIVE, ProfileRows
 
@@ -186,7 +188,8 @@ class _Batch:
             return
         batch_id = new_batch_id()
         try:
-            for name, table in (("nodes", batch.nodes), ("edges", batch.edges), ("metrics", batch.metrics)):
+            for name, table in (("nodes", batch.nodes), ("edges", batch.edges), ("metrics", batch.metrics),
+                                (RANK_SUMMARY, summarize(batch.metrics))):
                 catalog.write_table(name, batch_id, table)
         except BaseException:
             catalog.discard(batch_id)

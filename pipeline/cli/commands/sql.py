@@ -12,7 +12,8 @@ def cmd_sql(args) -> int:
 
 
 def register(sub, *, lake_arg, fmt_arg) -> None:
-    sp = sub.add_parser("sql", help="run DuckDB SQL over the views runs, nodes, edges, metrics")
+    sp = sub.add_parser("sql", help="run DuckDB SQL over the views runs, nodes, edges, metrics, rank_summary, "
+                                    "ingest_log")
     sp.add_argument("query")
     lake_arg(sp)
     fmt_arg(sp)
