@@ -23,10 +23,10 @@ import io
 import json
 import secrets
 
-import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from perflake.catalogs import remote
 from perflake.catalogs.schema import DATA_TABLES, INGEST_LOG, MARKER, RANK_SUMMARY, RUNS, RUNS_SCHEMA, SCHEMA_VERSION
 from perflake.errors import LakeError, LockTimeout
 
@@ -43,7 +43,7 @@ class Catalog:
 
     def __init__(self, root: str, *, create: bool = False, storage_options: dict | None = None):
         self.url = str(root)
-        self.fs, self.root = fsspec.core.url_to_fs(self.url, **(storage_options or {}))
+        self.fs, self.root = remote.open_fs(self.url, storage_options)  # StorageError: not installed, unreachable
         self.root = self.root.rstrip("/")
         self.local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
         self.migrated: list[str] = []  # migrations applied when this lake was opened

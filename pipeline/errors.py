@@ -35,6 +35,17 @@ class LockTimeout(LakeError):
     """The lake's commit lock was not obtained in time (another ingest holds it)."""
 
 
+class StorageError(LakeError):
+    """The lake's storage cannot be opened: its filesystem package is not installed (``perflake[s3]``), or the
+    object store refuses or cannot be reached (no credentials, wrong ones, no such bucket, no network):
+    ``<lake url>: <what is wrong>``."""
+
+    def __init__(self, url: str, problem: str):
+        self.url = url
+        self.problem = problem
+        super().__init__(f"{url}: {problem}")
+
+
 class UnknownRun(LakeError):
     def __init__(self, run_id: str):
         self.run_id = run_id

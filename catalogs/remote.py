@@ -1,0 +1,98 @@
+"""Opening the filesystem of a lake URL, and a quick look at an object store before anything else touches it.
+
+A local path goes through fsspec alone: nothing here imports s3fs or botocore unless the URL is ``s3://``.
+On S3 (``pip install 'perflake[s3]'``: s3fs) one ``HeadBucket`` request with short timeouts and at most two
+attempts turns what would otherwise be a botocore traceback -- after minutes of retries when the endpoint is
+unreachable -- into one :class:`~perflake.errors.StorageError` line naming the lake and the problem: s3fs not
+installed, no credentials, wrong credentials (or none that may list the bucket), no such bucket, an endpoint
+that cannot be reached.  The lake's own filesystem keeps s3fs' defaults (timeouts, retries) for the real work.
+
+Credentials and the endpoint come from where botocore and fsspec look for them: ``AWS_ACCESS_KEY_ID`` /
+``AWS_SECRET_ACCESS_KEY`` / ``AWS_PROFILE``, ``AWS_ENDPOINT_URL`` (or ``AWS_ENDPOINT_URL_S3``) for an
+S3-compatible server, fsspec's ``FSSPEC_S3_<OPTION>`` or ``FSSPEC_S3`` (JSON) variables, or
+``Lake(url, storage_options={...})``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import fsspec
+
+from perflake.errors import StorageError
+
+S3_PROTOCOLS = ("s3", "s3a")
+# botocore Config of the probe (one HeadBucket, answered in milliseconds by a healthy store): a refused connection
+# fails at once, an endpoint that never connects after 2 x 3 s, one that connects but never answers after 2 x 4 s
+# (total_max_attempts counts the first attempt; botocore's max_attempts would not)
+PROBE_CONFIG = {"connect_timeout": 3, "read_timeout": 4, "retries": {"total_max_attempts": 2, "mode": "standard"}}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def open_fs(url: str, storage_options: dict | None = None):
+    """``(filesystem, path)`` of ``url`` (fsspec.core.url_to_fs); a filesystem package that is not installed or
+    a protocol fsspec does not know is a StorageError.  An object store is then probed (:func:`probe`)."""
+    protocol = fsspec.core.split_protocol(url)[0] or "file"
+    try:
+        fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    except ImportError as exc:
+        if protocol in S3_PROTOCOLS:
+            raise StorageError(url, "a lake on S3 needs s3fs, which is not installed: pip install 'perflake[s3]'") \
+                from None
+        raise StorageError(url, f"the {protocol}:// filesystem is not installed ({_first_line(exc)})") from None
+    except ValueError as exc:  # "Protocol not known: ..."
+        raise StorageError(url, f"cannot open this URL ({_first_line(exc)})") from None
+    if protocol in S3_PROTOCOLS:
+        probe_s3(fs, url, path)
+    return fs, path
+
+
+def _endpoint(fs) -> str:
+    """The endpoint the probe talked to (or would have), for the message."""
+    client = getattr(fs, "_s3", None)
+    if client is not None:
+        return client.meta.endpoint_url
+    return (fs.endpoint_url or fs.client_kwargs.get("endpoint_url") or os.environ.get("AWS_ENDPOINT_URL_S3")
+            or os.environ.get("AWS_ENDPOINT_URL") or "AWS S3")
+
+
+def probe_s3(fs, url: str, path: str) -> None:
+    """One HeadBucket on the bucket of ``path``, with the options of ``fs`` but short timeouts and no retry
+    loop; StorageError with the reason unless the bucket exists and these credentials may list it.  (Listing
+    is what a lake needs anyway: the catalog is found by listing ``runs/``.)"""
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        ConnectionError,
+        HTTPClientError,
+        NoCredentialsError,
+        PartialCredentialsError,
+    )
+
+    bucket = path.split("/", 1)[0]
+    options = dict(fs.storage_options)
+    options["config_kwargs"] = {**options.get("config_kwargs", {}), **PROBE_CONFIG}
+    quick = type(fs)(**options, skip_instance_cache=True)
+    quick.retries = 1  # s3fs' own retry loop (5 attempts with back-off by default)
+    try:
+        quick.call_s3("head_bucket", Bucket=bucket)
+        return
+    except NoCredentialsError:
+        problem = ("no S3 credentials found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, "
+                   "or pass storage_options)")
+    except PartialCredentialsError as exc:
+        problem = f"incomplete S3 credentials ({_first_line(exc)})"
+    except FileNotFoundError:
+        problem = f"no bucket {bucket!r} at {_endpoint(quick)} (perflake does not create buckets: create it first)"
+    except PermissionError:
+        problem = (f"access to bucket {bucket!r} at {_endpoint(quick)} denied: wrong credentials, or ones that may "
+                   "not list this bucket")
+    except (ConnectionError, HTTPClientError, TimeoutError) as exc:
+        problem = f"cannot reach the S3 endpoint {_endpoint(quick)} ({_first_line(exc)})"
+    except (OSError, BotoCoreError, ClientError) as exc:  # a redirect to another region, a server error...
+        problem = f"the S3 endpoint {_endpoint(quick)} refused the bucket {bucket!r} ({_first_line(exc)})"
+    raise StorageError(url, problem)
