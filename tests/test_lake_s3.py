@@ -187,7 +187,7 @@ def test_an_s3_lake_answers_as_the_same_local_lake(s3, profiles, tmp_path):
     assert one_line(outside).startswith("perflake: SQL error: Permission Error: Cannot access file")
     keys = s3.objects("team/lake/")
     tables = {k.split("/")[2] for k in keys}
-    assert tables == {"perflake.json", "runs", "nodes", "edges", "metrics", "ingest_log"}
+    assert tables == {"perflake.json", "runs", "nodes", "edges", "metrics", "rank_summary", "ingest_log"}
     assert not [k for k in keys if k.endswith(".tmp") or k.endswith(".commit.lock")]
 
 
