@@ -144,3 +144,27 @@ def test_ensemble_on_a_local_cluster_and_in_groups(lakes):
         want = ensemble(rows, metric="time", stats=stats, **options)
         same(normalized(got), normalized(want), "ensemble")
         assert np.isfinite(want["mean"]).sum() > 5
+
+
+def test_the_ensemble_object_reads_the_summary_and_gives_the_rows_frame(lakes):
+    """``lake.ensemble_of`` (Thicket's ensemble object): its per-run values come from the rank summary (no
+    metrics row read) unless a summary total is NaN (the rows path leaves NaN values out of a mean): the same
+    dataframe, sub-ensemble dataframe (rows that exist only) and statistics as from the metrics rows."""
+    import pandas as pd
+
+    kind, lake, rows, _ = lakes
+    metrics = sorted({m["name"] for ms in lake.catalog().runs().column("metrics").to_pylist() for m in ms
+                      if m["name"] in ("time", "time (inc)", "sum(time)", "bytes")})
+    assert metrics
+    guard = contextlib.nullcontext() if kind == "nan" else summary_only()
+    with guard:
+        ens = lake.ensemble_of(metric=metrics)
+        got = ens.dataframe
+        sparse = lake.ensemble_of(metric=metrics).sparse_dataframe()
+        ens.stats.describe(metrics, ["mean", "median", "std", "min", "max"])
+    want_ens = rows.ensemble_of(metric=metrics)
+    pd.testing.assert_frame_equal(got, want_ens.dataframe)
+    pd.testing.assert_frame_equal(sparse, rows.ensemble_of(metric=metrics).sparse_dataframe())
+    want_ens.stats.describe(metrics, ["mean", "median", "std", "min", "max"])
+    pd.testing.assert_frame_equal(ens.statsframe, want_ens.statsframe, rtol=1e-12)
+    assert got[metrics].notna().to_numpy().sum() > 0

@@ -28,7 +28,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from perflake.analytics.rank_summary import summarized
 from perflake.analytics.selection import select, union_nodes
+from perflake.catalogs.schema import RANK_SUMMARY
 from perflake.engine import duck, sqlfiles
 from perflake.errors import LakeError
 from perflake.frame.graph import Graph
@@ -70,11 +72,14 @@ def read_values(lake, runs: pd.DataFrame, metrics: list[str], *, per_rank: bool)
         return pa.schema(schema + [(m, pa.float64()) for m in metrics]).empty_table()
     one = bool(((runs["ranks"] == 1) & (runs["threads"] == 1)).all())  # NULL (unknown) counts as not one
     cat = lake.catalog()
+    batches = runs["batch"].unique()
     with session(lake) as con:
         con.register("selection_t", runs[["run_id"]])
         try:
-            table = sqlfiles.relation(con, "ensemble_frame_values", files=cat.files("metrics", runs["batch"].unique()),
-                                      metrics=list(metrics), per_rank=per_rank, one_location=one).to_arrow_table()
+            table = None if per_rank or not summarized(cat, batches) else _summary_values(con, cat, batches, metrics)
+            if table is None:
+                table = sqlfiles.relation(con, "ensemble_frame_values", files=cat.files("metrics", batches),
+                                          metrics=list(metrics), per_rank=per_rank, one_location=one).to_arrow_table()
         except duckdb.Error as exc:
             raise LakeError(f"reading the ensemble's values: {str(exc).splitlines()[0]}") from None
     columns = {"node_id": table.column("node_id").cast(pa.uint64()), "profile": table.column("profile")}
@@ -84,6 +89,28 @@ def read_values(lake, runs: pd.DataFrame, metrics: list[str], *, per_rank: bool)
         columns[m] = (table.column(m).cast(pa.float64()) if m in table.column_names
                       else pa.nulls(table.num_rows, pa.float64()))
     return pa.table(columns)
+
+
+def _summary_values(con, cat, batches, metrics: list[str]) -> pa.Table | None:
+    """The per-run means of sql/ensemble_frame_values.sql from the rank summary (total / count per run, call path
+    and metric: no metrics row read), wide, one row per (run, call path) the summary holds; None when a total
+    is NaN (the rows path leaves NaN values out of a mean, the summary's total holds them: read the rows)."""
+    long = sqlfiles.relation(con, "ensemble_frame_values_summary", files=cat.files(RANK_SUMMARY, batches),
+                             metrics=list(metrics)).to_arrow_table()
+    value = long.column("value")
+    if len(value) and pc.any(pc.is_nan(value)).as_py():
+        return None
+    keys = ["node_id", "profile"]
+    wide = None
+    for m in metrics:
+        part = long.filter(pc.equal(long.column("metric"), m))
+        if part.num_rows == 0:
+            continue
+        part = part.select(keys + ["value"]).rename_columns(keys + [m])
+        wide = part if wide is None else wide.join(part, keys, join_type="full outer", coalesce_keys=True)
+    if wide is None:
+        return pa.table({"node_id": pa.array([], pa.uint64()), "profile": pa.array([], pa.string())})
+    return wide
 
 
 def read_nodes(lake, runs: pd.DataFrame) -> pa.Table:
