@@ -8,23 +8,15 @@
 -- input: selection_t(run_id, group_id): the selected runs and the group of each (a run may be listed
 --        under several groups)
 -- output: group_id, run_id, node_id, value (DOUBLE); one row per group, run and node with a value
-with picked as (
-    select
-        run_id,
-        node_id,
-        total / count as value
-    from read_parquet($files, union_by_name = true)
-    where metric = $metric and run_id in (select s.run_id from selection_t as s)
-),
-
-final as (
+with final as (
     select
         s.group_id,
         p.run_id,
         p.node_id,
-        p.value
-    from picked as p
+        p.total / p.count as value
+    from read_parquet($files, union_by_name = true) as p
     inner join selection_t as s on p.run_id = s.run_id
+    where p.metric = $metric
 )
 
 select * from final

@@ -93,15 +93,7 @@ shares as (
 
 final as (
     select
-        run_id,
-        node_id,
-        metric,
-        locations,
-        present,
-        mean,
-        min,
-        max,
-        std,
+        * exclude (imbalance, top_ranks, total, share),
         imbalance,
         top_ranks,
         total,

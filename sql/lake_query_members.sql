@@ -1,8 +1,9 @@
 -- name: lake_query_members
 -- purpose: the call paths each selected run holds, with the run's position of each among its siblings (a call-path
 --          query over runs: perflake/analytics/lake_match.py)
--- params: $files (nodes Parquet files holding the selected runs)
--- input: query_runs(run_id VARCHAR, run INTEGER): the selected runs and their positions in the answer
+-- params: none
+-- input: nodes (sql/views/nodes.sql over the batches of the selected runs), query_runs(run_id VARCHAR, run
+--        INTEGER): the selected runs and their positions in the answer
 -- output: run INTEGER, node_id UBIGINT, child_order INTEGER (NULL in batches written before schema 3); one row per
 --         (run, call path)
 with final as (
@@ -10,12 +11,7 @@ with final as (
         r.run,
         n.node_id,
         n.child_order
-    from (
-        select * from read_parquet($files, union_by_name = true)
-        union all by name
-        select * from (select null::integer as child_order) as no_rows
-        where false
-    ) as n
+    from nodes as n
     inner join query_runs as r on n.run_id = r.run_id
 )
 

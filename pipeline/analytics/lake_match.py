@@ -80,7 +80,9 @@ def match_runs(lake, query, run_ids: list[str], multi_index_mode: str) -> pd.Dat
         con.register("query_runs", pa.table({"run_id": pa.array(run_ids, pa.string()),
                                               "run": pa.array(np.arange(len(run_ids), dtype=np.int32))}))
         batches = [rows[r]["batch"] for r in run_ids]
-        shared = _Shared(con, cat.files("nodes", batches), len(run_ids), _attrs(q), _node_ordering(rows, run_ids))
+        con.execute("set variable perflake_nodes_files = $files", {"files": cat.files("nodes", batches)}).fetchall()
+        con.execute(sqlfiles.load("views/nodes")).fetchall()  # the lake's nodes view, over these runs' batches
+        shared = _Shared(con, len(run_ids), _attrs(q), _node_ordering(rows, run_ids))
         ev = _Evaluator(shared, metrics, multi_index_mode, con, cat.files("metrics", batches), run_ids)
         found = ev.answer(q)
     finally:
@@ -128,8 +130,8 @@ class _Shared:
     """The union of the selected runs' call paths: frames (one row per id, pre-order), forest, and which run holds
     which call path (``m_row``, ``m_run``: one entry per (run, call path); ``packed``: the same as bits)."""
 
-    def __init__(self, con, files: list[str], n_runs: int, attrs: set, node_ordering: bool):
-        variants = sqlfiles.relation(con, "lake_query_callpaths", files=files).to_arrow_table()
+    def __init__(self, con, n_runs: int, attrs: set, node_ordering: bool):
+        variants = sqlfiles.relation(con, "lake_query_callpaths").to_arrow_table()
         ids = variants.column("node_id").to_numpy()
         first = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, np.int64)
         if len(first) < len(ids):
@@ -149,7 +151,7 @@ class _Shared:
         self.forest = F.Forest(self.parent)
         self._sorter = np.argsort(self.ids)
         self.table_row = self.rows_of(self.nodes.column("node_id").to_numpy())  # row of self.nodes -> pre-order
-        m = sqlfiles.relation(con, "lake_query_members", files=files).to_arrow_table()
+        m = sqlfiles.relation(con, "lake_query_members").to_arrow_table()
         self.m_row = self.rows_of(m.column("node_id").to_numpy())
         self.m_run = m.column("run").to_numpy().astype(np.int64)
         self.packed = F.pack_cells(self.m_row, self.m_run, self.n, n_runs)
