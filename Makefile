@@ -20,7 +20,7 @@ test: $(STAMP)
 
 # ruff (Python: pyproject [tool.ruff]) and sqlfluff (sql/: .sqlfluff); .ci/run runs this before the tests
 lint: $(STAMP)
-	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff check --no-cache .
 	$(VENV)/bin/sqlfluff lint sql
 
 bench: $(STAMP)

@@ -24,9 +24,10 @@ def _prototype_on_path(monkeypatch):
 
 def _runs(tmp_path, n=4):
     """n TAU runs (6 nodes x 2 ranks), read and normalised as ingest does, as data.Run objects."""
-    import data
     import lakeschema
     import pyarrow as pa
+
+    import data
 
     paths = data._generate("tau", tmp_path / "gen", nodes=6, ranks=2, runs=n, seed=5)
     batch, rows = data._read_group("tau", paths)

@@ -26,10 +26,11 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import data  # noqa: E402
 import protocol  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from stores import Baseline, open_store  # noqa: E402
+
+import data  # noqa: E402
 
 RESULTS = data.WORK / "results.jsonl"
 LAKES = data.WORK / "lakes"

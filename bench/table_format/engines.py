@@ -16,10 +16,10 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import data  # noqa: E402
 import protocol  # noqa: E402
 
 import bench  # noqa: E402
+import data  # noqa: E402
 
 
 def attempt(fn):

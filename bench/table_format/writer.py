@@ -22,9 +22,10 @@ import traceback
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import data  # noqa: E402
 import protocol  # noqa: E402
 from stores import open_store  # noqa: E402
+
+import data  # noqa: E402
 
 
 def write(store, runs, n: int, writer: int) -> dict:
