@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pytest
 
+import perflake
 from perflake.errors import ReaderError
 from perflake.frame.graphframe import GraphFrame
 from perflake.ingest.normalize import normalize
@@ -297,3 +298,30 @@ def test_metric_names_roles_and_pairs(native, alias, name, role, pair):
     m = _metrics(attrs)[0]
     assert (m.name, m.role, m.pair) == (name, role, pair)
     assert m.unit == ("nsec" if native.endswith(".ns") else None)
+
+
+def test_records_of_one_path_are_summed_without_merged_siblings(tmp_path):
+    """A non-nested attribute (lulesh's ``lulesh.region``, a time-series snapshot) splits one region path into
+    several records; nothing merges in the tree, so the values took normalisation's fast path, which kept only
+    one of the records.  They are summed (Hatchet sums them too), in the frame and in the lake."""
+    path = write(tmp_path, """\
+__rec=node,id=60,attr=10,data=12,parent=1
+__rec=node,id=61,attr=8,data=region.part,parent=60
+__rec=node,id=50,attr=31,data=main
+__rec=node,id=52,attr=31,data=solve,parent=50
+__rec=node,id=70,attr=61,data=0,parent=52
+__rec=node,id=71,attr=61,data=1,parent=52
+__rec=ctx,ref=50,attr=22=25,data=1.0=1
+__rec=ctx,ref=52,attr=22=25,data=2.0=1
+__rec=ctx,ref=70,attr=22=25,data=3.0=2
+__rec=ctx,ref=71,attr=22=25,data=4.0=2
+__rec=globals,ref=42
+""")
+    rows, gf = graphframe(path)
+    df = gf.dataframe.reset_index()
+    assert len(gf.graph) == 2 and len(df) == 2
+    solve = df[df["name"] == "solve"].iloc[0]
+    assert solve["time"] == 9.0 and solve["count"] == 5.0 and solve["time (inc)"] == 9.0
+    assert df[df["name"] == "main"].iloc[0]["time (inc)"] == 10.0
+    read = perflake.read(path).dataframe.reset_index()
+    assert read[read["name"] == "solve"]["time"].tolist() == [9.0]

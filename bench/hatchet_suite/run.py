@@ -44,6 +44,7 @@ def prepare(dest: Path) -> None:
             text = text.replace('os.path.join(parent, "data")', repr(str(DATA)))
         shutil.copy(f, dest / f.name)
         (dest / f.name).write_text(text)
+    (dest / "data").symlink_to(DATA)  # fixtures that join os.path.dirname(__file__) and "data" themselves
     (dest / "pytest.ini").write_text("[pytest]\npython_files = *.py\naddopts = -p no:cacheprovider\n")
 
 

@@ -172,6 +172,19 @@ def _rekey(local: pa.Table, tables: list[tuple[int, pa.Table]], counts: np.ndarr
     return rekey(tables, counts, position, node[order], names)
 
 
+def _repeats(metrics: pa.Table) -> bool:
+    """Whether two rows of the re-keyed values (sorted by run, node, rank, thread) share that key: a reader
+    may give one location several rows at a node (Caliper: one record per value of a non-nested attribute or
+    time-series snapshot under one region path); they are summed, as on the merging path and in Hatchet."""
+    if metrics.num_rows < 2:
+        return False
+    same = np.ones(metrics.num_rows - 1, dtype=bool)
+    for name in ("run_id", "node_id", "rank", "thread"):
+        col = metrics.column(name).to_numpy()
+        same &= col[1:] == col[:-1]
+    return bool(same.any())
+
+
 def _metrics_sql(con, tables: list[tuple[int, pa.Table]], names: list[str], merges: bool) -> None:
     """metrics_t by sql/normalize_metrics.sql (siblings merged: sums) or sql/rekey_metrics.sql."""
     values = pa.concat_tables([_with_run(_nan_to_null(t), no) for no, t in tables], promote_options="permissive")
@@ -220,6 +233,9 @@ def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tup
         for no, rows in items:
             counts[no] = rows.frames.num_rows
         metrics = None if merges else _rekey(local, tables, counts, names)
+        if metrics is not None and _repeats(metrics):  # a location measured twice at one node: sum its rows
+            metrics = None
+            merges = True
         if metrics is None:
             _metrics_sql(cur, tables, names, merges)
         elif to_inc or to_exc:  # the derivations below extend metrics_t in SQL

@@ -9,8 +9,9 @@ slices of the output: the rows of a range of nodes are found in input order (whi
 for every reader), ordered inside the slice, and copied into columns allocated once.  Memory beyond input
 and output is one slice.
 
-Rows with equal (run, node, rank, thread) keep their input order; readers never emit such duplicates when
-nothing merges.  A NaN value becomes null, as ``normalize._nan_to_null`` does on the SQL path.
+Rows with equal (run, node, rank, thread) keep their input order (a Caliper region path split by a non-nested
+attribute gives one location several rows): ``normalize._repeats`` then sends the values to the summing SQL path.
+A NaN value becomes null, as ``normalize._nan_to_null`` does on the SQL path.
 """
 
 from __future__ import annotations
