@@ -47,6 +47,10 @@ from perflake.readers.node_order import NODE_ORDER_COLUMNS, NODE_ORDER_KEY, reor
 from perflake.readers.single_file import SingleFileReader
 from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
+# run metadata of a json-split file with an ``mpi.rank`` column: Hatchet's json reader indexes its dataframe by
+# (node, rank) then, even with one rank (perflake.frame.defaults.index_levels)
+RANK_COLUMN_KEY = "caliper.rank_column"
+
 _KEY_RES = {k: re.compile(rb'"' + k.encode() + rb'"\s*:') for k in KEYS}
 _HIERARCHY = ("source.function#callpath.address", "path")
 _NESTED = ("function", "loop", "region", "annotation", "mpi.function", "cupti.runtimeAPI")
@@ -298,6 +302,7 @@ class Reader(SingleFileReader):
             metadata[NODE_ORDER_KEY] = True  # its graph is walked in that order (perflake.frame.defaults)
         rank = np.zeros(n_rows, np.int32)
         if "mpi.rank" in col:
+            metadata[RANK_COLUMN_KEY] = True  # Hatchet's json reader then indexes (node, rank), one rank or many
             r = _floats(path, "mpi.rank", cells[col["mpi.rank"]], strict=True)[rows]
             with np.errstate(invalid="ignore"):
                 rank = r.astype(np.int32)

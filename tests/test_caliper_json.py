@@ -63,7 +63,7 @@ def test_lulesh_matches_golden(shared_data, golden):
     paths = {tuple(n.frame["name"] for n in node.path()) for node in gf.graph.traverse()}
     assert len(paths) == 24 == gold["callpath"].nunique()
     # the 8 records outside every region (null path, one per rank) are dropped, as Hatchet does (3.2, 3.4)
-    assert rows.metadata == {"caliper.rows_without_path": 8}
+    assert rows.metadata == {"caliper.rows_without_path": 8, "caliper.rank_column": True}
     # formats.md 6: sum#time.duration is additive; rank 0 sums to main's inclusive time
     df = gf.dataframe.reset_index()
     rank0 = df[df["rank"] == 0]
@@ -172,7 +172,7 @@ def test_metadata_is_typed_b16(tmp_path):
     assert rows.metadata == {  # B.16: Hatchet's json reader returns every global as a raw string
         "mpi.world.size": 8, "elapsed_time": 12.5, "launchdate": 1685052650, "cali.caliper.version": "2.10.0-dev",
         "cmdline": ["./lulesh2.0", "-i", "10", "-P", "spot"], "libraries": [], "problem_size": 30, "user": "jsmith",
-        "zip": "007", "region_balance": 1000.0}
+        "zip": "007", "region_balance": 1000.0, "caliper.rank_column": True}
     assert all(type(v) is int for v in (rows.metadata["mpi.world.size"], rows.metadata["launchdate"]))
     # Caliper 2 without unit metadata: seconds (B.21)
     assert rows.metric("time").unit == "sec"
@@ -277,3 +277,41 @@ def test_a_row_over_two_lines_falls_back_to_json(tmp_path, shared_data, monkeypa
     assert caliper_json_rows._streamed(str(path)) is None
     ours, theirs = Reader().read(str(path)), Reader().read(str(shared_data(CPI)))
     assert ours.values.equals(theirs.values) and ours.frames.equals(theirs.frames)
+
+
+HATCHET_INDEX = """
+import json, sys, warnings
+warnings.filterwarnings("ignore")
+import hatchet
+out = []
+for path in sys.argv[1:]:
+    df = hatchet.GraphFrame.from_caliper(path, node_ordering=False).dataframe
+    out.append(list(df.index.names))
+print(json.dumps(out))
+"""
+
+
+def test_the_index_has_a_rank_level_when_the_file_has_an_mpi_rank_column(tmp_path):
+    """Hatchet's json reader indexes (node, rank) whenever the file has an ``mpi.rank`` column, even with one rank
+    (a script's ``df.xs(0, level="rank")`` works on it), and (node) without one; perflake's frames, read directly
+    and from a lake, have the same index.  Compared with llnl-hatchet in .bench-venv."""
+    from conftest import need_bench_python
+    from perflake import GraphFrame, Lake
+    from venv_report import BENCH_PYTHON, run_json
+
+    one_rank = _write(tmp_path / "one.json", _doc(["mpi.rank", "time", "path"],
+                                                  [[0, 1.0, 0], [0, 2.0, 1], [0, 4.0, 2], [0, 8.0, 3]]))
+    no_rank = _write(tmp_path / "none.json", _doc(["time", "path"], [[1.0, 0], [2.0, 1], [4.0, 2], [8.0, 3]]))
+    two_ranks = _write(tmp_path / "two.json", _doc(["mpi.rank", "time", "path"],
+                                                   [[0, 1.0, 0], [0, 2.0, 1], [1, 4.0, 2], [1, 8.0, 3]]))
+    ours = []
+    for path in (one_rank, no_rank, two_ranks):
+        df = GraphFrame.from_caliper(path, node_ordering=False).dataframe  # no Node order: Hatchet needs False
+        ours.append(list(df.index.names))
+    assert ours == [["node", "rank"], ["node"], ["node", "rank"]]
+    lake = Lake(tmp_path / "lake")
+    assert lake.ingest([one_rank]).ok
+    assert list(lake.graphframe(lake.runs()["run_id"][0]).dataframe.index.names) == ["node", "rank"]
+    need_bench_python()
+    theirs = run_json([str(BENCH_PYTHON), "-c", HATCHET_INDEX, one_rank, no_rank, two_ranks], 300)
+    assert ours == theirs

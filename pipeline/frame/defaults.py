@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from perflake.readers.caliper_json import RANK_COLUMN_KEY
 from perflake.readers.node_order import NODE_ORDER_KEY
 from perflake.vocabulary import EXCLUSIVE, INCLUSIVE, Metric
 
@@ -40,6 +41,15 @@ TIME_WORDS = frozenset({"time", "duration", "sec", "secs", "seconds", "usec", "m
 _STAT_ORDER = {"avg": 0, "average": 0, "mean": 0, "sum": 1, "total": 1, "tot": 1, "max": 2, "maximum": 2,
                "min": 3, "minimum": 3, "std": 4, "stddev": 4, "var": 4, "variance": 4, "dev": 4}
 _WORD = re.compile(r"[a-z]+")
+
+
+def index_levels(fmt: str | None, metadata: dict | None):
+    """The index levels besides ``node`` a run's dataframe has as Hatchet's reader makes it, when the format
+    fixes them: ``("rank",)`` for a json-split file with an ``mpi.rank`` column (Hatchet's json reader indexes
+    (node, rank) even with one rank, and has no thread level); None otherwise: the levels that vary."""
+    if fmt == "caliper_json" and (metadata or {}).get(RANK_COLUMN_KEY):
+        return ("rank",)
+    return None
 
 
 def node_ordered(fmt: str | None, metadata: dict | None) -> bool:

@@ -1,7 +1,9 @@
 """GraphFrame: a Hatchet-compatible result object (``.graph`` + ``.dataframe``), built once from tables.
 
 The dataframe is indexed by ``node`` plus ``rank`` / ``thread`` when the run has more than one of them (the
-levels that vary, as Hatchet does).  Columns are typed as Hatchet types them: ``name``, ``file``, ``module``
+levels that vary, as Hatchet does; a json-split file with an ``mpi.rank`` column has its ``rank`` level even
+with one rank, as Hatchet's json reader gives it: perflake.frame.defaults.index_levels).
+Columns are typed as Hatchet types them: ``name``, ``file``, ``module``
 object dtype, ``line``/``end_line`` int64 when every line is known (else object, None where unknown), metrics
 float64.  Unlike Hatchet's TAU reader, a value that was not measured stays NaN rather than becoming 0, and a
 missing file/module/line is None rather than the integer 0 (README "Differences from Hatchet").
@@ -24,6 +26,7 @@ import pyarrow as pa
 
 from perflake.errors import EmptyFilter, GraphFrameArgumentError, InvalidFilter, UsageError  # noqa: F401 (Hatchet's names live here too)
 from perflake.frame.defaults import frame_default, node_ordered
+from perflake.frame.defaults import index_levels as format_levels
 from perflake.frame.graph import Graph
 from perflake.frame.tables import EXTRA_FRAME_COLUMNS, typed_frame_column
 from perflake.frame.tables import rehashed as _rehashed
@@ -69,6 +72,8 @@ class GraphFrame:
         """
         if node_ordering is None:
             node_ordering = node_ordered(fmt, metadata)
+        if levels is None and not sparse:
+            levels = format_levels(fmt, metadata)
         graph = Graph.from_nodes_table(nodes, node_ordering=node_ordering)
         order = np.empty(len(graph), dtype=object)
         order[:] = list(graph)
