@@ -113,6 +113,20 @@ class _Tree:
         self._grafted[key_in] = base
         return base
 
+    def prune(self, row_frame: list[int]) -> list[int]:
+        """Drop the frames no row lies at or below (made by records that are then skipped: a Spot time-series
+        channel's context, as Hatchet makes no node for them); returns the rows' frames renumbered."""
+        used = np.zeros(len(self.keys), dtype=bool)
+        for frame in set(row_frame):
+            while frame >= 0 and not used[frame]:
+                used[frame], frame = True, self.keys[frame][0]
+        if used.all():
+            return row_frame
+        new_id = np.cumsum(used) - 1
+        self.keys = [(int(new_id[k[0]]) if k[0] >= 0 else -1, *k[1:]) for k, u in zip(self.keys, used) if u]
+        self.ids, self._grafted = {k: i for i, k in enumerate(self.keys)}, {}
+        return new_id[np.asarray(row_frame, dtype=np.int64)].tolist()
+
     def table(self) -> pa.Table:
         n = len(self.keys)
         cols = list(zip(*self.keys)) if n else [()] * 6
@@ -351,6 +365,7 @@ class Reader(SingleFileReader):
             raise ReaderError(path, f"none of the {len(cf.records)} ctx records lies inside a region")
         metrics = _metrics(b.metric_attrs)
         matrix = b.matrix()
+        b.row_frame = b.tree.prune(b.row_frame)
         frames, row_frame = b.tree.table(), np.asarray(b.row_frame, dtype=np.int32)
         numbers = hatchet_numbers(frames.column("parent_local").to_numpy(), b.row_frame)
         order = next((i for i, (m, a) in enumerate(zip(metrics, b.metric_attrs))

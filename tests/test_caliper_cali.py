@@ -325,3 +325,28 @@ __rec=globals,ref=42
     assert df[df["name"] == "main"].iloc[0]["time (inc)"] == 10.0
     read = perflake.read(path).dataframe.reset_index()
     assert read[read["name"] == "solve"]["time"].tolist() == [9.0]
+
+
+def test_timeseries_only_region_makes_no_node(tmp_path):
+    """A Spot time-series record (channel ``timeseries``) on a region no profile record uses (Spot's
+    ``lulesh.cycle`` loop snapshots, a root of its own) is skipped; its region is no node either, as in
+    Hatchet (perflake used to keep it as an empty root).  Frames shared with kept records stay."""
+    path = write(tmp_path, """\
+__rec=node,id=60,attr=8,data=spot.channel,parent=12
+__rec=node,id=61,attr=60,data=regionprofile
+__rec=node,id=62,attr=60,data=timeseries
+__rec=node,id=50,attr=31,data=main
+__rec=node,id=51,attr=31,data=solve,parent=50
+__rec=node,id=52,attr=32,data=cycle
+__rec=node,id=53,attr=31,data=step,parent=52
+__rec=ctx,ref=50=61,attr=22,data=1.0
+__rec=ctx,ref=53=62,attr=22,data=100.0
+__rec=ctx,ref=51=61,attr=22,data=2.0
+__rec=ctx,ref=51=62,attr=22,data=50.0
+""")
+    rows, gf = graphframe(path)
+    frames = [(r["name"], r["parent_local"]) for r in rows.frames.to_pylist()]
+    assert frames == [("main", -1), ("solve", 0)]
+    df = gf.dataframe.set_index("name")
+    assert len(gf.graph) == 2 and df.loc["main", "time"] == 1.0 and df.loc["solve", "time"] == 2.0
+    assert "cycle" not in gf.tree() and "step" not in gf.tree()
