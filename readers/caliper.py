@@ -32,7 +32,8 @@ Roles (Hatchet calls everything without ``inclusive``/``(inc)`` in its name excl
   #...``: ``Min/Max/Avg time/rank``, ``Total time``) is inclusive with ``pair=None``: it is shown as the
   inclusive value it is, but nothing is derived from it and nothing sums it up the tree (B.19: Hatchet lists
   them as exclusive);
-* exclusive: per-region sums (``sum#...``, ``scale#...``) and raw ``*.duration`` values;
+* exclusive: per-region sums (``sum#...``, ``scale#...``) and raw ``*.duration`` values; Spot's ``Total time
+  (exc)`` (``sum#scale#sum#time.duration.ns``, in seconds) pairs with ``Total time``, nothing is derived;
 * other: counts (``count``, ``*.count``), iteration numbers, ``min#``/``max#``/``avg#``/``any#`` statistics,
   anything else.  ``Node order`` (``min#min#aggregate.slot``) is not a column: as Hatchet orders children by it
   and drops it, the frames are laid out in it (siblings by Node order: readers/node_order.py).  Hatchet lists lulesh's
@@ -114,8 +115,7 @@ class _Tree:
         return base
 
     def prune(self, row_frame: list[int]) -> list[int]:
-        """Drop the frames no row lies at or below (made by records that are then skipped: a Spot time-series
-        channel's context, as Hatchet makes no node for them); returns the rows' frames renumbered."""
+        """Drop frames no row lies at or below (a skipped Spot time-series record's: Hatchet has no such node)."""
         used = np.zeros(len(self.keys), dtype=bool)
         for frame in set(row_frame):
             while frame >= 0 and not used[frame]:
@@ -326,12 +326,12 @@ def _metrics(attrs: list) -> list[Metric]:
                     if role == INCLUSIVE and "inclusive#" in attr.name}
     out = []
     for attr, name, role in zip(attrs, names, roles):
-        # attribute.unit; time.unit in 2016 streams (cali_legacy); *.ns attributes count nanoseconds
-        unit = (attr.meta.get("attribute.unit") or attr.meta.get("time.unit")
-                or ("nsec" if attr.name.endswith(".ns") else None))
+        unit = _unit(attr)
         pair = None
-        if role == EXCLUSIVE:
-            pair = inclusive_of.get(attr.name)
+        if role == EXCLUSIVE:  # Spot: sum#scale#sum#time.duration.ns (scaled to sec) ~ sum#sum#time.duration
+            unscaled = attr.name.replace("scale#", "", 1).removesuffix(".ns") if "scale#" in attr.name else None
+            pair = inclusive_of.get(attr.name) or inclusive_of.get(unscaled)
+            pair = pair if pair is None or _unit(attr) == _unit(attrs[names.index(pair)]) else None
         elif role == INCLUSIVE and "inclusive#" in attr.name:
             # inclusive#X pairs with X (derived when absent); a statistic of one (min#inclusive#...) with none
             stripped = attr.name.replace("inclusive#", "", 1)
@@ -340,6 +340,11 @@ def _metrics(attrs: list) -> list[Metric]:
                 pair = _RENAME.get(stripped, stripped)
         out.append(Metric(name, role, unit, pair))
     return out
+
+
+def _unit(attr) -> str | None:  # attribute.unit; time.unit in 2016 streams (cali_legacy); *.ns count ns
+    return (attr.meta.get("attribute.unit") or attr.meta.get("time.unit")
+            or ("nsec" if attr.name.endswith(".ns") else None))
 
 
 class Reader(SingleFileReader):

@@ -350,3 +350,29 @@ __rec=ctx,ref=51=62,attr=22,data=50.0
     df = gf.dataframe.set_index("name")
     assert len(gf.graph) == 2 and df.loc["main", "time"] == 1.0 and df.loc["solve", "time"] == 2.0
     assert "cycle" not in gf.tree() and "step" not in gf.tree()
+
+
+def test_spot_exclusive_total_pairs_with_total_time(tmp_path):
+    """Spot's time.exclusive option adds ``Total time (exc)`` = sum over ranks of ``scale#sum#time.duration.ns``
+    (scaled to seconds): the exclusive half of ``Total time``; no ``Total time (exc) (inc)`` is derived."""
+    path = write(tmp_path, """\
+__rec=node,id=60,attr=13,data=Total time,parent=20
+__rec=node,id=61,attr=10,data=65,parent=60
+__rec=node,id=62,attr=8,data=sum#inclusive#sum#time.duration,parent=61
+__rec=node,id=63,attr=13,data=Total time (exc),parent=20
+__rec=node,id=64,attr=10,data=65,parent=63
+__rec=node,id=65,attr=8,data=sum#scale#sum#time.duration.ns,parent=64
+__rec=node,id=66,attr=13,data=Min time/rank (exc),parent=20
+__rec=node,id=67,attr=10,data=65,parent=66
+__rec=node,id=68,attr=8,data=min#scale#sum#time.duration.ns,parent=67
+__rec=node,id=50,attr=31,data=main
+__rec=node,id=51,attr=31,data=solve,parent=50
+__rec=ctx,ref=50,attr=62=65=68,data=3.0=1.0=1.0
+__rec=ctx,ref=51,attr=62=65=68,data=2.0=2.0=2.0
+""")
+    rows, gf = graphframe(path)
+    got = {m.name: (m.role, m.pair, m.unit) for m in rows.metrics}
+    assert got["Total time (exc)"] == (EXCLUSIVE, "Total time", "sec")
+    assert got["Total time"] == (INCLUSIVE, None, "sec") and got["Min time/rank (exc)"][0] == OTHER
+    assert not any(c.endswith("(inc)") for c in gf.dataframe.columns)
+    assert gf.dataframe.set_index("name").loc["main", "Total time"] == 3.0  # the file's value, not a sum
