@@ -21,8 +21,9 @@ from perflake import Lake
 from perflake.analytics.ensemble import ensemble
 from perflake.analytics.imbalance import imbalance
 from perflake.catalogs.schema import MARKER, RANK_SUMMARY, RANK_SUMMARY_FILE_SCHEMA, RANK_SUMMARY_TOP
-from perflake.generators import write_caliper_json_runs, write_tau_runs
+from perflake.generators import write_tau_runs
 from perflake.ingest.summarize import summarize
+from rank_lakes import sparse_caliper
 
 KEYS = ["run_id", "node_id", "rank", "thread"]
 INDEX = ["run_id", "node_id", "metric"]
@@ -148,21 +149,6 @@ def test_an_empty_table_and_a_metric_no_run_has():
 
 
 # -- lakes ---------------------------------------------------------------------------------------------------
-def _sparse_caliper(root, *, nodes, ranks, runs, seed, drop, levels):
-    """Caliper json-split runs with rows dropped (call paths absent on some ranks) and, with ``levels``, the
-    exclusive values drawn from few levels (ties between ranks)."""
-    rng = np.random.default_rng(seed)
-    paths = write_caliper_json_runs(root, nodes=nodes, ranks=ranks, runs=runs, seed=seed)
-    for path in paths:
-        doc = json.loads(path.read_text())
-        col = {c: i for i, c in enumerate(doc["columns"])}
-        kept = [row for row in doc["data"] if row[col["mpi.rank"]] == 0 or rng.random() >= drop]
-        if levels:
-            for row in kept:
-                row[col["sum#time.duration"]] = float(rng.choice([0.25, 0.5, 1.0]))
-        doc["data"] = kept
-        path.write_text(json.dumps(doc))
-    return paths
 
 
 def _same_imbalance(lake, **options) -> pd.DataFrame:
@@ -191,7 +177,7 @@ def test_random_lakes(tmp_path_factory, kind, seed, ranks, threads, drop, levels
     if kind == "tau":
         src = write_tau_runs(root / "in", nodes=15, ranks=ranks, threads=threads, runs=2, seed=seed)
     else:
-        src = _sparse_caliper(root / "in", nodes=15, ranks=ranks, runs=2, seed=seed, drop=drop, levels=levels)
+        src = sparse_caliper(root / "in", nodes=15, ranks=ranks, runs=2, seed=seed, drop=drop, levels=levels)
     lake = Lake(root / "lake")
     assert len(lake.ingest(src).ingested) == 2
     check(lake.sql("select * exclude (mean) from rank_summary"), direct(lake.sql("select * from metrics")))
@@ -210,7 +196,7 @@ def two_batches(tmp_path_factory):
     root = tmp_path_factory.mktemp("two")
     lake = Lake(root / "lake")
     lake.ingest(write_tau_runs(root / "a", nodes=40, ranks=8, threads=2, runs=3, seed=4, metrics=("TIME", "PAPI_L1")))
-    lake.ingest(_sparse_caliper(root / "b", nodes=40, ranks=16, runs=2, seed=5, drop=0.3, levels=True))
+    lake.ingest(sparse_caliper(root / "b", nodes=40, ranks=16, runs=2, seed=5, drop=0.3, levels=True))
     assert len(lake.catalog().batches()) == 2
     return root, lake
 
@@ -259,7 +245,7 @@ def test_a_version_3_lake_gets_its_summary(tmp_path):
     src = write_tau_runs(tmp_path / "a", nodes=30, ranks=4, threads=2, runs=2, seed=1)
     lake = Lake(tmp_path / "lake")
     lake.ingest(src)
-    lake.ingest(_sparse_caliper(tmp_path / "b", nodes=30, ranks=6, runs=2, seed=2, drop=0.4, levels=True))
+    lake.ingest(sparse_caliper(tmp_path / "b", nodes=30, ranks=6, runs=2, seed=2, drop=0.4, levels=True))
     written = {p.name: pq.read_table(p) for p in (tmp_path / "lake" / RANK_SUMMARY).glob("*.parquet")}
     before = imbalance(lake, metric=["time", "time (inc)"])
     values = ensemble(lake, metric="time", group_by="format")
