@@ -1,36 +1,44 @@
-"""The runs catalog and the lake's storage layout on an fsspec filesystem.
+"""The runs catalog and the lake's storage on a local disk or an object store.
 
-Layout under the lake root (any fsspec URL; a local directory by default)::
+Layout under the lake root (a local directory or an ``s3://`` URL; schema 5)::
 
-    perflake.json                  marker: format name and schema version
-    runs/part-<batch>.parquet      catalog rows of one ingest batch -- written LAST: the commit point
-    nodes/part-<batch>.parquet     rows of every run of that batch, sorted by run_id, node_id
-    edges/part-<batch>.parquet     sorted by run_id, parent_id, child_id
-    metrics/part-<batch>.parquet   sorted by run_id, node_id, rank, thread
-    rank_summary/part-<batch>.parquet  per run, call path, metric: statistics over locations (schema 4)
-    ingest_log/part-<id>.parquet   one file per ingest invocation that attempted something (perflake.ingest.log)
+    perflake.json      marker: format name, schema version, migrations applied
+    README.md          what the tables are, for people and other engines (catalogs/describe.py)
+    runs/              Delta table: one row per run -- THE commit point (compare-and-swap on its version)
+    nodes/ edges/ metrics/ rank_summary/   Delta tables of the runs' rows, each row tagged with its ``batch``
+    ingest_log/        Delta table: one row per input an ingest attempted (perflake.ingest.log)
 
-A batch is visible only once its ``runs/part-<batch>.parquet`` exists; that file is written under a
-temporary name and renamed, so a crash leaves either a complete batch or invisible leftovers.  Data files
-are found through the catalog (batch -> file name), never by globbing the data folders.
+An ingest appends a batch's rows to the data tables, then appends the batch's runs rows to ``runs`` by
+compare-and-swap (catalogs/delta.py): a run is visible once, and whole, when its runs row is committed; rows of
+a batch that never commits are in files no reader selects, removed by the writer or by ``perflake vacuum``.
+A reader pins one version of ``runs`` (the latest, or ``as_of``) and reads the data files of its batches.
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import datetime as dt
-import io
 import json
+import os
 import secrets
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from perflake.catalogs import remote
-from perflake.catalogs.schema import DATA_TABLES, INGEST_LOG, MARKER, RANK_SUMMARY, RUNS, RUNS_SCHEMA, SCHEMA_VERSION
-from perflake.errors import LakeError, LockTimeout
-
-ROW_GROUP_ROWS = 131_072
+from perflake.catalogs.delta import DeltaTables
+from perflake.catalogs.schema import (
+    DATA_TABLES,
+    ID_COLUMNS,
+    INGEST_LOG,
+    MARKER,
+    RUNS,
+    RUNS_SCHEMA,
+    SCHEMA_VERSION,
+    TABLES,
+    stored_schema,
+)
+from perflake.errors import LakeError, LockTimeout, StorageError
 
 
 def new_batch_id() -> str:
@@ -38,17 +46,45 @@ def new_batch_id() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f") + "-" + secrets.token_hex(4)
 
 
-class Catalog:
-    """Storage of one lake: where files go, and the runs table."""
+def conform(table_name: str, table: pa.Table, batch: str) -> pa.Table:
+    """A data table as ingest builds it -> as stored: ``batch`` after run_id, run_id a plain string, call-path
+    ids int64 (63-bit values: the cast is exact; a value >= 2**63 is an error, not a wrap)."""
+    for col in ID_COLUMNS[table_name]:
+        i = table.schema.get_field_index(col)
+        table = table.set_column(i, pa.field(col, pa.int64()), table.column(i).cast(pa.int64()))
+    i = table.schema.get_field_index("run_id")
+    if table.schema.field(i).type != pa.string():
+        table = table.set_column(i, pa.field("run_id", pa.string()), table.column(i).cast(pa.string()))
+    if "batch" in table.schema.names:
+        table = table.drop_columns(["batch"])
+    if "mean" in table.schema.names and table_name == "rank_summary":
+        table = table.drop_columns(["mean"])  # the view computes it
+    return table.add_column(1, pa.field("batch", pa.string()), pa.repeat(pa.scalar(batch, pa.string()),
+                                                                         table.num_rows))
 
-    def __init__(self, root: str, *, create: bool = False, storage_options: dict | None = None):
+
+class Catalog:
+    """Storage of one lake: its Delta tables and the runs catalog.  ``as_of``: read the runs table as it was at
+    that version (an int) or time (a datetime); the data tables are read at their latest version, which holds
+    every run any version committed."""
+
+    def __init__(self, root: str, *, create: bool = False, storage_options: dict | None = None, as_of=None):
         self.url = str(root)
         self.fs, self.root = remote.open_fs(self.url, storage_options)  # StorageError: not installed, unreachable
         self.root = self.root.rstrip("/")
-        self.local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
+        protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
+        self.local = "file" in protocols or "local" in protocols
+        if not self.local and not set(protocols) & set(remote.S3_PROTOCOLS):
+            raise StorageError(self.url, "a lake lives on a local disk or on S3-compatible storage (s3://); "
+                                         f"{protocols[0]}:// is not supported by its table format (Delta Lake)")
+        self.as_of = as_of
         self.migrated: list[str] = []  # migrations applied when this lake was opened
         marker = f"{self.root}/{MARKER}"
-        if self.fs.exists(marker):
+        exists = self.fs.exists(marker)  # (after this call s3fs has its client, whose credentials delta-rs gets)
+        uri = os.path.abspath(self.root) if self.local else f"s3://{self.root}"
+        self.tables = DeltaTables(uri, remote.delta_options(self.fs) if not self.local else None, self.url)
+        self._runs = None  # the pinned runs table (self.snapshot())
+        if exists:
             self._check_marker(marker)
         elif create:
             self._create(marker)
@@ -61,13 +97,20 @@ class Catalog:
             if self.fs.exists(self.root) and self.fs.ls(self.root) and not self.fs.exists(f"{self.root}/{RUNS}"):
                 raise LakeError(f"{self.url}: exists and is not empty, but is not a perflake lake")
             self.fs.makedirs(self.root, exist_ok=True)
-            for table in (RUNS, *DATA_TABLES, INGEST_LOG):
-                self.fs.makedirs(f"{self.root}/{table}", exist_ok=True)
-            info = {"format": "perflake-lake", "schema_version": SCHEMA_VERSION,
+            self.create_tables()
+            info = {"format": "perflake-lake", "schema_version": SCHEMA_VERSION, "table_format": "delta",
                     "created_at": dt.datetime.now(dt.timezone.utc).isoformat(), "migrations": []}
             self._atomic_write(marker, json.dumps(info, indent=1).encode())
         except OSError as exc:  # not creatable: a read-only or missing parent, a file in the way...
             raise LakeError(f"{self.url}: cannot create the lake ({exc.strerror or exc})") from None
+
+    def create_tables(self) -> None:
+        """Create every table that does not exist yet (idempotent), and the lake's description."""
+        from perflake.catalogs.describe import write_description
+
+        for name in TABLES:
+            self.tables.create(name, stored_schema(name))
+        write_description(self)
 
     def _check_marker(self, marker: str) -> None:
         """An older lake is migrated (named, recorded migrations: catalogs/migrations.py); a newer one refused."""
@@ -75,18 +118,12 @@ class Catalog:
 
         self.migrated = migrations.check(self)
 
-    # -- paths ---------------------------------------------------------------------------------------------
-    def path(self, table: str, batch: str) -> str:
-        return f"{self.root}/{table}/part-{batch}.parquet"
-
     def duck_path(self, path: str) -> str:
         """The path as DuckDB must see it (a URL for non-local filesystems registered with DuckDB)."""
         if self.local:
-            return path
-        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
-        return f"{protocol}://{path}"
+            return path.removeprefix("file://")
+        return path if "://" in path else f"s3://{path}"
 
-    # -- writing -------------------------------------------------------------------------------------------
     def _atomic_write(self, path: str, data: bytes) -> None:
         tmp = path.rsplit("/", 1)
         tmp = f"{tmp[0]}/.{tmp[1]}.{secrets.token_hex(4)}.tmp"
@@ -94,25 +131,16 @@ class Catalog:
             fh.write(data)
         self.fs.mv(tmp, path)
 
-    def write_table(self, table_name: str, batch: str, table: pa.Table, *, atomic: bool = False) -> str:
-        """Write a data file of ``batch``; ``atomic``: under a temporary name, then renamed (a file added to a
-        committed batch, whose presence must mean that it is complete)."""
-        path = self.path(table_name, batch)
-        target = f"{self.root}/{table_name}/.part-{batch}.{secrets.token_hex(4)}.tmp" if atomic else path
-        with self.fs.open(target, "wb") as fh:
-            pq.write_table(table, fh, compression="zstd", row_group_size=ROW_GROUP_ROWS,
-                           use_dictionary=_dictionary_columns(table.schema),
-                           use_byte_stream_split=_split_columns(table.schema),
-                           write_statistics=True if table_name != RANK_SUMMARY else _statistics_columns(table.schema))
-        if atomic:
-            self.fs.mv(target, path)
-        return path
+    # -- writing -------------------------------------------------------------------------------------------
+    def write_table(self, table_name: str, batch: str, table: pa.Table) -> None:
+        """Append the rows of ``batch`` to a data table (invisible until the batch's runs rows commit)."""
+        self.tables.append(table_name, conform(table_name, table, batch))
 
     @contextlib.contextmanager
     def commit_lock(self, timeout: float | None = None):
-        """Serialise the commit step of concurrent ingests on a local lake (an exclusive lock on
-        ``<root>/.commit.lock``); on other filesystems there is no lock and duplicates are only prevented
-        within one process.  ``timeout``: seconds to wait for the lock (None: forever), then LockTimeout."""
+        """On a local lake, serialise the commit step of concurrent ingests (an exclusive lock on
+        ``<root>/.commit.lock``): not needed for correctness (the runs commit is a compare-and-swap) but it
+        spares concurrent ingests lost races.  Elsewhere no lock.  ``timeout``: seconds to wait, then LockTimeout."""
         if not self.local:
             yield
             return
@@ -138,139 +166,150 @@ class Catalog:
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
-    def commit(self, batch: str, runs: pa.Table) -> None:
-        """Make a batch visible: write its catalog rows atomically.  Nothing before this is visible."""
-        buf = io.BytesIO()
-        pq.write_table(runs.cast(RUNS_SCHEMA), buf, compression="zstd")
-        self._atomic_write(self.path(RUNS, batch), buf.getvalue())
+    def runs_head(self):
+        """(runs table at its latest version, content hash -> run id at that version): see DeltaTables."""
+        return self.tables.runs_head()
+
+    def commit(self, head, runs: pa.Table) -> bool:
+        """Make runs visible: append their catalog rows as the version after ``head``, or nothing (False)."""
+        return self.tables.append_runs_cas(head, runs.cast(RUNS_SCHEMA))
+
+    def has_batch(self, batch: str) -> bool:
+        """Whether every data table still has files of ``batch`` (a ``perflake vacuum`` with a short
+        ``--older-than`` may have removed an uncommitted batch)."""
+        for name in DATA_TABLES:
+            files = self.tables.live_files(name)
+            mins, maxs = files.column("min_batch").to_pylist(), files.column("max_batch").to_pylist()
+            if not any(lo is not None and lo <= batch <= hi for lo, hi in zip(mins, maxs)):
+                return False
+        return True
 
     def subset_batch(self, batch: str, new_batch: str, run_ids: list[str]) -> None:
-        """Write the rows of ``run_ids`` from the (uncommitted) data files of ``batch`` as ``new_batch``: used
-        when another ingest committed some of a batch's runs first, so that no run is stored twice."""
+        """Append the rows of ``run_ids`` from ``batch`` again as ``new_batch``: used when another ingest
+        committed some of a batch's runs first, so that a committed batch holds exactly its runs' rows."""
         import pyarrow.compute as pc
 
         keep = pa.array(sorted(run_ids), pa.string())
-        for table in DATA_TABLES:
-            data = self.read_parquet(self.path(table, batch))
-            mask = pc.is_in(data.column("run_id").cast(pa.string()), value_set=keep)
-            self.write_table(table, new_batch, data.filter(mask))
+        for name in DATA_TABLES:
+            data = self.batch_rows(name, batch)
+            data = data.filter(pc.is_in(data.column("run_id"), value_set=keep))
+            self.tables.append(name, data.set_column(1, "batch", pa.repeat(pa.scalar(new_batch), data.num_rows)))
+
+    def batch_rows(self, name: str, batch: str) -> pa.Table:
+        files = self.tables.live_files(name)
+        pick = [p for p, lo, hi in zip(*(files.column(c).to_pylist() for c in ("path", "min_batch", "max_batch")))
+                if lo is not None and lo <= batch <= hi]
+        data = self.tables.read_files(pick)
+        import pyarrow.compute as pc
+
+        return data.filter(pc.equal(data.column("batch"), batch)) if data.num_rows else data
 
     def discard(self, batch: str) -> None:
-        """Remove the data files of a batch that will not be committed (best effort)."""
-        for table in DATA_TABLES:
+        """Delete the rows of a batch that will not be committed (best effort: vacuum removes what is left)."""
+        for name in DATA_TABLES:
             try:
-                self.fs.rm(self.path(table, batch))
-            except (FileNotFoundError, OSError):
+                self.tables.delete_batch(name, batch)
+            except Exception:
                 pass
 
     # -- reading -------------------------------------------------------------------------------------------
-    def read_parquet(self, path: str, columns: list[str] | None = None) -> pa.Table:
-        """One Parquet file of the lake, read by Arrow alone: a local path natively, other filesystems' bytes
-        copied into Arrow memory first.  (Reading a Python file object leaves Arrow read-ahead buffers that
-        hold Python objects; released by an Arrow thread at interpreter exit they abort the process.)"""
-        if self.local:
-            return pq.read_table(path, columns=columns)
-        out = pa.BufferOutputStream()
-        out.write(self.fs.cat_file(path))
-        return pq.read_table(pa.BufferReader(out.getvalue()), columns=columns)
+    def snapshot(self) -> pa.Table:
+        """The pinned runs table: read once per Catalog (at ``as_of``, or the latest version when first asked)."""
+        if self._runs is None:
+            t = self.tables.at(RUNS, self.as_of)
+            self._runs_version = t.version()
+            self._runs = self.tables.read(RUNS, table=t).cast(RUNS_SCHEMA)
+        return self._runs
+
+    def exact(self) -> bool:
+        """Whether data files listed now hold no run outside the pinned runs table: true unless ``as_of`` or a
+        commit to runs since the pin (a compaction since may have merged a newer batch into a listed file)."""
+        return self.as_of is None and self._runs is not None and self.tables.table(RUNS).version() == \
+            self._runs_version
+
+    def refresh(self) -> None:
+        """Forget the pinned runs table: the next read sees the latest version (unless ``as_of``)."""
+        self._runs = None
+
+    def runs(self, batches: list[str] | None = None, columns: list[str] | None = None) -> pa.Table:
+        """The runs catalog (one row per run), of the latest version at this call (or ``as_of``), of every
+        batch or of ``batches`` only."""
+        self.refresh()
+        table = self.snapshot()
+        if batches is not None:
+            import pyarrow.compute as pc
+
+            table = table.filter(pc.is_in(table.column("batch"), value_set=pa.array(sorted(set(batches)), pa.string())))
+        return table.select(columns) if columns is not None else table
 
     def batches(self) -> list[str]:
         """Committed batches, oldest first."""
-        names = self.fs.glob(f"{self.root}/{RUNS}/part-*.parquet")
-        return sorted(n.rsplit("/part-", 1)[1][: -len(".parquet")] for n in names)
-
-    def runs(self, batches: list[str] | None = None, columns: list[str] | None = None) -> pa.Table:
-        """The runs catalog (one row per run): of every committed batch, or of ``batches`` only."""
-        tables = []
-        for batch in self.batches() if batches is None else batches:
-            tables.append(self.read_parquet(self.path(RUNS, batch), columns))
-        if not tables:
-            schema = RUNS_SCHEMA if columns is None else pa.schema([RUNS_SCHEMA.field(c) for c in columns])
-            return pa.Table.from_batches([], schema=schema)  # (Schema.empty_table() imports pandas)
-        return pa.concat_tables(tables, promote_options="permissive")
+        return sorted(set(self.runs(columns=["batch"]).column("batch").to_pylist()))
 
     def files(self, table: str, batches) -> list[str]:
-        """The data files of ``table`` for the given batches, as DuckDB paths."""
-        return [self.duck_path(self.path(table, b)) for b in sorted(set(batches))]
+        """The live data files of ``table`` that hold rows of ``batches`` (as DuckDB paths): a batch's own files,
+        and compacted files whose batch range includes one of them.  A compacted file may hold other committed
+        runs too: every reader filters on the run ids it wants."""
+        wanted = sorted(set(batches))
+        if not wanted:
+            return []
+        files = self.tables.live_files(table)
+        out = []
+        for path, lo, hi in zip(*(files.column(c).to_pylist() for c in ("path", "min_batch", "max_batch"))):
+            if lo is None:
+                continue
+            i = bisect.bisect_left(wanted, lo)
+            if i < len(wanted) and wanted[i] <= hi:
+                out.append(self.duck_path(path))
+        return sorted(out)
 
     def having(self, table: str, batches) -> set[str]:
-        """The batches among ``batches`` that have a ``table`` file (one listing of the folder): every committed
-        batch has one of each data table, except a rank_summary for a batch that a perflake of schema 3
-        committed after the lake was migrated to 4 (its questions then read the metrics rows)."""
-        try:
-            names = self.fs.ls(f"{self.root}/{table}", detail=False)
-        except FileNotFoundError:
-            return set()
-        present = {n.rsplit("/", 1)[-1] for n in names}
-        return {b for b in batches if f"part-{b}.parquet" in present}
+        """The batches among ``batches`` with rows in ``table`` (every committed batch has rows in every data
+        table since schema 4)."""
+        return set(batches)
 
     # -- the ingest log (perflake.ingest.log) -----------------------------------------------------------------
-    def log_parts(self) -> list[str]:
-        """Paths of the ingest log's files (each one complete: written under a temporary name, renamed)."""
-        return sorted(self.fs.glob(f"{self.root}/{INGEST_LOG}/part-*.parquet"))
+    def read_log(self, columns: list[str] | None = None) -> pa.Table:
+        return self.tables.read(INGEST_LOG, columns=columns)
 
-    def write_log(self, part: str, table: pa.Table) -> str:
-        """Write one ingest log file atomically; returns its path."""
-        self.fs.makedirs(f"{self.root}/{INGEST_LOG}", exist_ok=True)
-        buf = io.BytesIO()
-        pq.write_table(table, buf, compression="zstd")
-        path = self.path(INGEST_LOG, part)
-        self._atomic_write(path, buf.getvalue())
-        return path
+    def log_files(self) -> list[str]:
+        return sorted(self.duck_path(p) for p in self.tables.live_files(INGEST_LOG).column("path").to_pylist())
+
+    def write_log(self, table: pa.Table) -> None:
+        """Append one invocation's attempts to the ingest log (one commit)."""
+        self.tables.append(INGEST_LOG, table)
 
     # -- maintenance ---------------------------------------------------------------------------------------
     def leftovers(self, older_than: float) -> list[str]:
-        """Files no committed batch owns (a crashed ingest's data files, temporary files), older than
-        ``older_than`` seconds -- younger ones may belong to an ingest that is still running."""
-        import time
-
+        """Uncommitted batches (a crashed or killed ingest) older than ``older_than`` seconds -- younger ones may
+        belong to an ingest that is still running -- as ``<table>/batch=<id>`` entries."""
         committed = set(self.batches())
-        now = time.time()
+        cutoff = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=older_than)
         found = []
-        for table in (RUNS, *DATA_TABLES, INGEST_LOG):
-            if not self.fs.exists(f"{self.root}/{table}"):
-                continue
-            for info in self.fs.ls(f"{self.root}/{table}", detail=True):
-                name = info["name"].rsplit("/", 1)[-1]
-                is_part = name.startswith("part-") and name.endswith(".parquet")
-                batch = name[len("part-"):-len(".parquet")] if is_part else None
-                if batch in committed or table == INGEST_LOG and batch is not None:  # every log file is complete
-                    continue
-                mtime = info.get("mtime") or info.get("created") or 0
-                mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else float(mtime)
-                if now - mtime >= older_than:
-                    found.append(info["name"])
-        return sorted(found)
+        for name in DATA_TABLES:
+            files = self.tables.live_files(name)
+            for lo, hi in zip(files.column("min_batch").to_pylist(), files.column("max_batch").to_pylist()):
+                if lo is not None and lo == hi and lo not in committed and _batch_time(lo) <= cutoff:
+                    found.append(f"{name}/batch={lo}")
+        return sorted(set(found))
 
     def vacuum(self, older_than: float = 3600.0) -> list[str]:
-        """Delete :meth:`leftovers`; returns what was removed."""
+        """Delete the rows of :meth:`leftovers`, then the files no version younger than ``older_than`` seconds
+        uses (Delta's vacuum: ``as_of`` cannot reach back before that).  Returns what was removed."""
         removed = self.leftovers(older_than)
-        for path in removed:
-            self.fs.rm(path)
+        for entry in removed:
+            name, batch = entry.split("/batch=")
+            self.tables.delete_batch(name, batch)
+        hours = max(0, int(older_than // 3600))
+        for name in TABLES:
+            t = self.tables.table(name)
+            for path in t.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=False):
+                removed.append(f"{name}/{path}")
         return removed
 
 
-def _dictionary_columns(schema: pa.Schema) -> list[str]:
-    """Columns worth dictionary pages: strings (names, files, run ids repeat).  Numbers (metric values,
-    call-path ids) are nearly all distinct or already run-sorted: a dictionary attempt on them cost 30% of
-    the write and gave a bigger file (1.5M metric rows: 0.197 s / 7.9 MB -> 0.135 s / 6.0 MB).  Lists of
-    integers (rank_summary's top ranks: few distinct values) too: 12.5 -> 8.2 MiB for 2 million rows."""
-    def wanted(t: pa.DataType) -> bool:
-        return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t)
-    return [f.name for f in schema if wanted(f.type)] + [
-        f"{f.name}.list.element" for f in schema if pa.types.is_list(f.type) and pa.types.is_integer(f.type.value_type)]
-
-
-def _statistics_columns(schema: pa.Schema) -> list[str]:
-    """The columns of a rank_summary file given min/max statistics: not its floating-point ones.  Arrow leaves
-    NaN out of a column's min/max (as the Parquet format says) and DuckDB 2.0 then takes the column to hold no
-    NaN: ``isnan(total)`` is folded to false on a file whose totals include a NaN (a NaN value, or infinities
-    of both signs).  No question filters on those columns, so they lose nothing."""
-    return [f.name for f in schema if not pa.types.is_floating(f.type) and not pa.types.is_nested(f.type)]
-
-
-def _split_columns(schema: pa.Schema) -> list[str]:
-    """Floating-point columns (metric values) take the BYTE_STREAM_SPLIT encoding: their bytes grouped by
-    position (exponents together, mantissas together) compress better and faster under zstd (1.5M
-    HPCToolkit rows: 0.133 s / 6.0 MB -> 0.092 s / 5.1 MB).  DuckDB, pyarrow and Spark read it."""
-    return [f.name for f in schema if pa.types.is_float32(f.type) or pa.types.is_float64(f.type)]
+def _batch_time(batch: str) -> dt.datetime:
+    try:
+        return dt.datetime.strptime(batch.split("-")[0], "%Y%m%dT%H%M%S%f").replace(tzinfo=dt.timezone.utc)
+    except ValueError:
+        return dt.datetime.min.replace(tzinfo=dt.timezone.utc)

@@ -19,7 +19,10 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from perflake.catalogs.schema import INGEST_LOG, MARKER, SCHEMA_VERSION
+import pyarrow as pa
+
+from perflake.catalogs import legacy
+from perflake.catalogs.schema import INGEST_LOG, INGEST_LOG_SCHEMA, MARKER, SCHEMA_VERSION
 from perflake.errors import LakeError
 
 
@@ -30,6 +33,7 @@ class Migration:
     to_version: int
     apply: Callable  # (catalog) -> None; idempotent
     summary: str
+    cleanup: Callable | None = None  # (catalog) -> None, once the marker records the new version
 
 
 def _add_ingest_log(cat) -> None:
@@ -47,12 +51,63 @@ def _rank_summary(cat) -> None:
     (perflake.ingest.summarize); each file is written under a temporary name and renamed, so a batch that has
     one has all of it, and a migration stopped midway goes on with the batches that have none."""
     from perflake.catalogs.schema import RANK_SUMMARY
-    from perflake.ingest.summarize import summarize_file
+    from perflake.ingest.summarize import summarize
 
     cat.fs.makedirs(f"{cat.root}/{RANK_SUMMARY}", exist_ok=True)
-    batches = cat.batches()
-    for batch in sorted(set(batches) - cat.having(RANK_SUMMARY, batches)):
-        cat.write_table(RANK_SUMMARY, batch, summarize_file(cat, batch), atomic=True)
+    batches = legacy.batches(cat)
+    for batch in sorted(set(batches) - legacy.having(cat, RANK_SUMMARY, batches)):
+        metrics = legacy.read(cat, legacy.path(cat, "metrics", batch))
+        legacy.write(cat, RANK_SUMMARY, batch, summarize(metrics))
+
+
+MIGRATE_ROWS = 4_000_000  # rows of one table per Delta commit during the migration
+
+
+def _delta_tables(cat) -> None:
+    """Schema 4 -> 5: the layout of one Parquet file per table per batch becomes Delta Lake tables in the same
+    folders.  Every committed batch's rows are appended (call-path ids to 63 bits, ``batch`` added), then every
+    runs row in one commit, then the ingest log.  The legacy files stay until the marker says 5 (``cleanup``);
+    a migration stopped midway left Delta tables next to them, which a rerun drops and writes again."""
+    from perflake.catalogs.catalog import conform
+    from perflake.catalogs.schema import DATA_TABLES, ID_COLUMNS, RANK_SUMMARY, RUNS, RUNS_SCHEMA, TABLES
+    from perflake.ingest.summarize import summarize
+
+    for name in TABLES:  # an earlier attempt's Delta state: start again from the legacy files
+        for n in cat.fs.ls(f"{cat.root}/{name}", detail=False) if cat.fs.exists(f"{cat.root}/{name}") else []:
+            base = n.rsplit("/", 1)[-1]
+            if base == "_delta_log" or (base.endswith(".parquet") and not legacy.PART.match(base)):
+                cat.fs.rm(n, recursive=True)
+    cat.tables._open.clear()
+    cat.create_tables()
+    batches = legacy.batches(cat)
+    have_summary = legacy.having(cat, RANK_SUMMARY, batches)
+    for name in DATA_TABLES:
+        pending, rows = [], 0
+        for batch in batches:
+            if name == RANK_SUMMARY and batch not in have_summary:
+                data = summarize(legacy.read(cat, legacy.path(cat, "metrics", batch)))
+            else:
+                data = legacy.read(cat, legacy.path(cat, name, batch))
+            pending.append(conform(name, legacy.new_ids(data, ID_COLUMNS[name]), batch))
+            rows += data.num_rows
+            if rows >= MIGRATE_ROWS:
+                cat.tables.append(name, pa.concat_tables(pending, promote_options="default"))
+                pending, rows = [], 0
+        if pending:
+            cat.tables.append(name, pa.concat_tables(pending, promote_options="default"))
+    if batches:
+        runs = [legacy.read(cat, legacy.path(cat, RUNS, b)) for b in batches]
+        cat.tables.append(RUNS, pa.concat_tables(runs, promote_options="permissive").cast(RUNS_SCHEMA))
+    logs = [legacy.read(cat, f) for f in legacy.log_files(cat)]
+    if logs:
+        cat.tables.append(INGEST_LOG, pa.concat_tables(logs, promote_options="permissive").cast(INGEST_LOG_SCHEMA))
+
+
+def _remove_legacy_files(cat) -> None:
+    from perflake.catalogs.schema import TABLES
+
+    for n in legacy.files_to_remove(cat, TABLES):
+        cat.fs.rm(n)
 
 
 MIGRATIONS = (
@@ -63,6 +118,11 @@ MIGRATIONS = (
     Migration("0003-rank-summary", 3, 4, _rank_summary,
               "adds rank_summary/: per run, call path and metric, the statistics over its locations, built from "
               "each batch's metrics rows (perflake.ingest.summarize)"),
+    Migration("0004-delta-tables", 4, 5, _delta_tables,
+              "every table becomes a Delta Lake table (atomic commits by any number of writers, on a local disk or "
+              "S3; snapshots; compaction); call-path ids keep 63 bits (old id & 0x7FFF_FFFF_FFFF_FFFF) and are "
+              "stored as int64; data rows carry their ingest batch; run_id is a string in every table",
+              cleanup=_remove_legacy_files),
 )
 
 
@@ -126,6 +186,8 @@ def _apply(cat, marker: str) -> list[str]:
                     "applied_at": dt.datetime.now(dt.timezone.utc).isoformat(), "perflake": __version__,
                 })
                 cat._atomic_write(marker, json.dumps(info, indent=1).encode())  # one step at a time
+                if step.cleanup is not None:
+                    step.cleanup(cat)
                 done.append(step.name)
             return done
     except OSError as exc:

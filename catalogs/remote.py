@@ -96,3 +96,30 @@ def probe_s3(fs, url: str, path: str) -> None:
     except (OSError, BotoCoreError, ClientError) as exc:  # a redirect to another region, a server error...
         problem = f"the S3 endpoint {_endpoint(quick)} refused the bucket {bucket!r} ({_first_line(exc)})"
     raise StorageError(url, problem)
+
+
+def delta_options(fs) -> dict:
+    """The storage options delta-rs needs for the S3 filesystem ``fs`` (fsspec's s3fs): the same endpoint and
+    credentials, in delta-rs' names; unset ones are left to delta-rs, which reads the same ``AWS_*`` variables."""
+    so = dict(getattr(fs, "storage_options", {}) or {})
+    endpoint = _endpoint(fs)
+    out = {}
+    if endpoint and endpoint != "AWS S3":
+        out["AWS_ENDPOINT_URL"] = endpoint
+        if endpoint.startswith("http://"):
+            out["AWS_ALLOW_HTTP"] = "true"
+    key, secret, token = so.get("key"), so.get("secret"), so.get("token")
+    if not key:
+        creds = getattr(getattr(fs, "_s3", None), "_request_signer", None)
+        creds = getattr(creds, "_credentials", None)
+        if creds is not None:
+            frozen = creds.get_frozen_credentials()
+            key, secret, token = frozen.access_key, frozen.secret_key, frozen.token
+    if key:
+        out["AWS_ACCESS_KEY_ID"], out["AWS_SECRET_ACCESS_KEY"] = key, secret
+    if token:
+        out["AWS_SESSION_TOKEN"] = token
+    region = (so.get("client_kwargs") or {}).get("region_name") or os.environ.get("AWS_REGION") \
+        or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    out["AWS_REGION"] = region
+    return out

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 4  # a change bumps this and adds a named migration (catalogs/migrations.py)
-MARKER = "perflake.json"  # at the lake root: {"format": "perflake-lake", "schema_version": 4, "migrations": [...]}
+SCHEMA_VERSION = 5  # a change bumps this and adds a named migration (catalogs/migrations.py)
+MARKER = "perflake.json"  # at the lake root: {"format": "perflake-lake", "schema_version": 5, "migrations": [...]}
+DESCRIPTION = "README.md"  # at the lake root: what the tables are, for people and other engines (catalogs/describe.py)
 RANK_SUMMARY = "rank_summary"  # per run, call path and metric: the statistics over its locations (schema 4)
 DATA_TABLES = ("nodes", "edges", "metrics", RANK_SUMMARY)
 RUNS = "runs"
-INGEST_LOG = "ingest_log"  # one Parquet file per ingest invocation that attempted something (perflake.ingest.log)
+INGEST_LOG = "ingest_log"  # one row per input an ingest attempted (perflake.ingest.log)
+TABLES = (RUNS, *DATA_TABLES, INGEST_LOG)  # every table is a Delta Lake table in <root>/<name>/ (catalogs/delta.py)
 INGEST_STATUSES = ("ingested", "skipped", "failed")
 
 # The data tables, as the views of ``Lake.connect()`` show them (an empty lake registers empty tables of these
@@ -111,3 +113,24 @@ INGEST_LOG_SCHEMA = pa.schema(
         ("host", pa.string()),  # machine that ran the ingest (lakes on shared storage)
     ]
 )
+
+
+# -- the tables as stored (schema 5: Delta Lake tables, catalogs/delta.py) -----------------------------------------
+# Open table formats have no unsigned 64-bit integer, so the call-path id columns are stored as int64: the ids are
+# 63-bit (perflake.identity), so the value is the same in every engine; the lake's views give them back as UBIGINT.
+# Every data table carries ``batch`` (the ingest commit that wrote the row) after run_id: a reader keeps the rows
+# of the batches the runs table names (catalogs/delta.py).  run_id is a plain string in every table.
+ID_COLUMNS = {"nodes": ("node_id", "parent_id"), "edges": ("parent_id", "child_id"), "metrics": ("node_id",),
+              RANK_SUMMARY: ("node_id",)}
+
+
+def stored_schema(table: str) -> pa.Schema:
+    """The schema a table is created with (metrics gains one nullable float64 column per metric as batches
+    bring them: schema evolution by merge)."""
+    if table == RUNS:
+        return RUNS_SCHEMA
+    if table == INGEST_LOG:
+        return INGEST_LOG_SCHEMA
+    base = RANK_SUMMARY_FILE_SCHEMA if table == RANK_SUMMARY else DATA_SCHEMAS[table]
+    fields = [pa.field(f.name, pa.int64()) if f.name in ID_COLUMNS[table] else f for f in base]
+    return pa.schema([fields[0], pa.field("batch", pa.string()), *fields[1:]])

@@ -12,7 +12,7 @@ import duckdb
 import pyarrow as pa
 
 from perflake.catalogs.catalog import Catalog
-from perflake.catalogs.schema import DATA_SCHEMAS, DATA_TABLES, INGEST_LOG, INGEST_LOG_SCHEMA, RANK_SUMMARY
+from perflake.catalogs.schema import DATA_SCHEMAS, DATA_TABLES, INGEST_LOG, INGEST_LOG_SCHEMA
 from perflake.engine import duck, sqlfiles
 from perflake.errors import LakeError, UsageError
 from perflake.ingest.driver import LOCK_TIMEOUT, IngestReport, ingest
@@ -57,14 +57,16 @@ class Lake:
     >>> lake = Lake("./lake"); lake.ingest(["profiles/"]); lake.sql("select run_id, ranks from runs")
     """
 
-    def __init__(self, root: str | os.PathLike, *, storage_options: dict | None = None):
+    def __init__(self, root: str | os.PathLike, *, storage_options: dict | None = None, as_of=None):
         self.root = os.fspath(root)
         self._storage_options = storage_options
+        self.as_of = as_of  # a version of the runs table (int) or a time (datetime): read the lake as it was then
         self._catalog: Catalog | None = None
 
     def catalog(self, *, create: bool = False) -> Catalog:
         if self._catalog is None:
-            self._catalog = Catalog(self.root, create=create, storage_options=self._storage_options)
+            self._catalog = Catalog(self.root, create=create, storage_options=self._storage_options,
+                                    as_of=self.as_of)
         return self._catalog
 
     # -- writing -------------------------------------------------------------------------------------------
@@ -74,6 +76,8 @@ class Lake:
         that failed before are retried only when they changed (see :func:`perflake.ingest.driver.ingest`)."""
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
+        if self.as_of is not None:
+            raise UsageError(f"{self.root}: a lake opened as_of={self.as_of!r} is read-only")
         return ingest(self.catalog(create=True), list(paths), progress=progress, retry_failed=retry_failed,
                       follow_symlinks=follow_symlinks, scheduler=scheduler, lock_timeout=lock_timeout,
                       min_age=min_age)
@@ -95,17 +99,17 @@ class Lake:
         runs = cat.runs()
         con.register("runs", runs)
         batches = runs.column("batch").to_pylist()
+        files = {table: cat.files(table, batches) for table in DATA_TABLES}
+        con.execute("set variable perflake_exact = $exact", {"exact": cat.exact()}).fetchall()
         for table in DATA_TABLES:
-            have = cat.having(table, batches) if table == RANK_SUMMARY and batches else batches
-            if have:
-                con.execute(f"set variable perflake_{table}_files = $files",
-                            {"files": cat.files(table, have)}).fetchall()
+            if files[table]:
+                con.execute(f"set variable perflake_{table}_files = $files", {"files": files[table]}).fetchall()
                 con.execute(sqlfiles.load(f"views/{table}")).fetchall()
             else:
                 con.register(table, DATA_SCHEMAS[table].empty_table())
-        if cat.log_parts():
-            con.execute("set variable perflake_ingest_log_files = $glob",
-                        {"glob": cat.duck_path(f"{cat.root}/{INGEST_LOG}/part-*.parquet")}).fetchall()
+        log_files = cat.log_files()
+        if log_files:
+            con.execute("set variable perflake_ingest_log_files = $files", {"files": log_files}).fetchall()
             con.execute(sqlfiles.load(f"views/{INGEST_LOG}")).fetchall()
         else:
             con.register(INGEST_LOG, pa.Table.from_batches([], schema=INGEST_LOG_SCHEMA))
@@ -233,5 +237,12 @@ class Lake:
                          graphframes=graphframes, per_run=per_run)
 
     def vacuum(self, older_than: float = 3600.0) -> list[str]:
-        """Remove files of batches that never committed (a crashed ingest), older than ``older_than`` seconds."""
+        """Remove the rows of batches that never committed (a crashed ingest) older than ``older_than`` seconds,
+        then the files no version younger than that uses (``as_of`` reaches back that far afterwards)."""
         return self.catalog().vacuum(older_than)
+
+    def compact(self, *, target_bytes: int | None = None) -> list:
+        """Merge each table's small files (catalogs/compaction.py); every query gives the same answer after."""
+        from perflake.catalogs.compaction import TARGET_BYTES, compact
+
+        return compact(self.catalog(), target=target_bytes or TARGET_BYTES)

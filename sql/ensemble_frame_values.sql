@@ -16,7 +16,7 @@ with picked as (
         node_id,
         rank,
         nullif(columns(lambda c: list_contains($metrics, c))::double, 'nan'::double)
-    from read_parquet($files, union_by_name = true)
+    from lake_metrics($files)
     where rank >= 0 and run_id in (select s.run_id from selection_t as s)
 ),
 

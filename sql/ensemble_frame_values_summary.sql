@@ -13,7 +13,7 @@ with final as (
         s.run_id as profile,
         s.metric,
         case when s.count > 0 then s.total / s.count end as value
-    from read_parquet($files, union_by_name = true) as s
+    from lake_rank_summary($files) as s
     where list_contains($metrics, s.metric) and s.run_id in (select r.run_id from selection_t as r)
 )
 

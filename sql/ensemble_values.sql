@@ -14,7 +14,7 @@ with picked as (
         run_id,
         node_id,
         columns(lambda c: c = $metric) as value
-    from read_parquet($files, union_by_name = true)
+    from lake_metrics($files)
     where rank >= 0 and run_id in (select s.run_id from selection_t as s)
 ),
 

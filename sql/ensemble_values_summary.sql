@@ -14,7 +14,7 @@ with final as (
         p.run_id,
         p.node_id,
         p.total / p.count as value
-    from read_parquet($files, union_by_name = true) as p
+    from lake_rank_summary($files) as p
     inner join selection_t as s on p.run_id = s.run_id
     where p.metric = $metric
 )

@@ -27,7 +27,7 @@ with summary as (
         min,
         max,
         top_ranks
-    from read_parquet($files, union_by_name = true)
+    from lake_rank_summary($files)
     where list_contains($run_ids, run_id) and list_contains($metrics, metric)
 ),
 
@@ -65,7 +65,7 @@ stats as (
 
 roots as (
     select distinct node_id
-    from read_parquet($node_files, union_by_name = true)
+    from lake_nodes($node_files)
     where list_contains($run_ids, run_id) and parent_id is null
 ),
 

@@ -10,7 +10,7 @@ with final as (
         count(distinct m.rank) as ranks,
         count(distinct m.thread) as threads,
         count(distinct row(m.rank, m.thread)) as locations
-    from read_parquet($files, union_by_name = true) as m
+    from lake_metrics($files) as m
     inner join query_runs as r on m.run_id = r.run_id
     group by r.run
 )

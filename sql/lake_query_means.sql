@@ -17,7 +17,7 @@ with per_node as (
             run_id,
             node_id,
             columns(lambda c: c = $metric) as value
-        from read_parquet($files, union_by_name = true)
+        from lake_metrics($files)
     ) as m
     inner join query_runs as r on m.run_id = r.run_id
     group by r.run, m.node_id

@@ -9,7 +9,7 @@ with final as (
         r.run,
         m.node_id,
         columns(lambda c: c = $metric) as value
-    from read_parquet($files, union_by_name = true) as m
+    from lake_metrics($files) as m
     inner join query_runs as r on m.run_id = r.run_id
 )
 

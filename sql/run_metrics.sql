@@ -9,7 +9,7 @@ with final as (
         rank,
         thread,
         columns(lambda c: list_contains($metrics, c))
-    from read_parquet($files, union_by_name = true)
+    from lake_metrics($files)
     where run_id = $run_id
 )
 

@@ -5,7 +5,7 @@
 -- output: node_id, parent_id, depth, name, type, file, line, end_line, module
 with final as (
     select * exclude (run_id)
-    from read_parquet($files, union_by_name = true)
+    from lake_nodes($files)
     where run_id = $run_id
 )
 

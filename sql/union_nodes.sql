@@ -15,7 +15,7 @@ picked as (
         node_id,
         parent_id,
         columns(lambda c: (list_contains($columns, c) or c = 'end_line') and c not in ('node_id', 'parent_id'))
-    from read_parquet($files, union_by_name = true)
+    from lake_nodes($files)
     where run_id in (select s.run_id from selection_t as s)
 ),
 

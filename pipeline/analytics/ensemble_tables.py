@@ -42,7 +42,7 @@ from perflake.vocabulary import OTHER, Metric
 def session(lake):
     """A DuckDB connection able to read the lake's files, closed on exit."""
     cat = lake.catalog()
-    con = duck.connection() if cat.local else duckdb.connect()
+    con = duck.connection() if cat.local else duck.offline()
     try:
         if not cat.local:
             con.register_filesystem(cat.fs)

@@ -80,7 +80,9 @@ def match_runs(lake, query, run_ids: list[str], multi_index_mode: str) -> pd.Dat
         con.register("query_runs", pa.table({"run_id": pa.array(run_ids, pa.string()),
                                               "run": pa.array(np.arange(len(run_ids), dtype=np.int32))}))
         batches = [rows[r]["batch"] for r in run_ids]
+        con.register("runs", cat.snapshot())
         con.execute("set variable perflake_nodes_files = $files", {"files": cat.files("nodes", batches)}).fetchall()
+        con.execute("set variable perflake_exact = $exact", {"exact": cat.exact()}).fetchall()
         con.execute(sqlfiles.load("views/nodes")).fetchall()  # the lake's nodes view, over these runs' batches
         shared = _Shared(con, len(run_ids), _attrs(q), _node_ordering(rows, run_ids))
         ev = _Evaluator(shared, metrics, multi_index_mode, con, cat.files("metrics", batches), run_ids)

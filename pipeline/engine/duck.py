@@ -29,16 +29,27 @@ def connection() -> duckdb.DuckDBPyConnection:
         db = _SHARED.get(pid)
         if db is None:
             _SHARED.clear()
-            db = _SHARED[pid] = duckdb.connect(config=OFFLINE)
+            db = _SHARED[pid] = with_macros(duckdb.connect(config=OFFLINE))
         return db.cursor()
 
 
 OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}  # no download, no auto-load
+LAKE_MACROS = ("nodes", "edges", "metrics", "rank_summary")  # sql/macros/lake_<table>.sql
+
+
+def with_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """``con``'s database with the table macros ``lake_nodes(files)``, ``lake_edges``, ``lake_metrics``,
+    ``lake_rank_summary`` that read lake files as perflake sees them (sql/macros/)."""
+    from perflake.engine import sqlfiles
+
+    for table in LAKE_MACROS:
+        con.execute(sqlfiles.load(f"macros/lake_{table}"))
+    return con
 
 
 def offline() -> duckdb.DuckDBPyConnection:
     """A new in-memory database of its own (its own settings), that never fetches or auto-loads an extension."""
-    return duckdb.connect(config=OFFLINE)
+    return with_macros(duckdb.connect(config=OFFLINE))
 
 
 def sealed() -> duckdb.DuckDBPyConnection:

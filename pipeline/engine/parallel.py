@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 import duckdb
 import pyarrow as pa
 
-from perflake.engine import sqlfiles
+from perflake.engine import duck, sqlfiles
 from perflake.errors import UsageError
 
 DEFAULT_TASK_ROWS = 1_000_000  # metric rows (node x location) one task reads at most, about 10 MB of Parquet
@@ -90,7 +90,7 @@ def sql_task(name: str, params: dict, *, views: dict | None = None, tables: dict
     takes them); ``filesystem``: an fsspec filesystem to register for a non-local lake.  Everything is a plain,
     picklable value, so this runs on any worker.
     """
-    con = duckdb.connect(config={"threads": threads})
+    con = duck.with_macros(duckdb.connect(config={"threads": threads, **duck.OFFLINE}))
     try:
         if filesystem is not None:
             con.register_filesystem(filesystem)

@@ -19,9 +19,9 @@ import time
 import pyarrow as pa
 
 from perflake.catalogs.catalog import Catalog, new_batch_id
-from perflake.catalogs.schema import DATA_TABLES, RUNS_SCHEMA
-from perflake.errors import LockTimeout
-from perflake.ingest.log import PRESENT, History, Outcome, compact, read_history, write
+from perflake.catalogs.compaction import maybe_compact
+from perflake.catalogs.schema import RUNS_SCHEMA
+from perflake.ingest.log import PRESENT, History, Outcome, read_history, write
 from perflake.ingest.report import IngestReport
 from perflake.ingest.scan import SymlinkEscape, describe, scan
 from perflake.ingest.task import BATCH_ROWS, BATCH_RUNS, BatchResult, Candidate, Known, hash_run, is_transient, run_task
@@ -120,54 +120,51 @@ def _chunks(candidates: list[Candidate], parallelism: int) -> list[list[Candidat
 
 
 class _Committer:
-    """The one writer of the catalog: commits each task's batches under the commit lock, after re-reading
-    what other ingests committed meanwhile (a run another process committed first is dropped from the
-    batch, whose data files are then rewritten without it)."""
+    """The one writer of the catalog in this process: commits each task's batch by compare-and-swap on the runs
+    table (catalogs/delta.py), dropping the runs another ingest committed first (their rows are appended again
+    as a new batch without them, so a committed batch holds exactly its runs' rows).  On a local lake the
+    commit lock spares concurrent ingests lost races; on S3 the compare-and-swap alone decides."""
 
     def __init__(self, catalog: Catalog, lock_timeout: float | None):
         self.catalog, self.lock_timeout = catalog, lock_timeout
-        self.present: dict[str, str] = {}  # content hash -> run id, of the batches in seen_batches
-        self.seen_batches: set[str] = set()
-        self._refresh()
-
-    def _refresh(self) -> None:
-        new = [b for b in self.catalog.batches() if b not in self.seen_batches]
-        if new:
-            t = self.catalog.runs(new, ["content_sha256", "run_id"])
-            self.present.update(zip(t.column("content_sha256").to_pylist(), t.column("run_id").to_pylist()))
-            self.seen_batches.update(new)
+        self.conflicts = 0  # lost compare-and-swaps (another commit came first): retried
+        _head, self.present = catalog.runs_head()  # content hash -> run id
 
     def commit(self, result: BatchResult) -> None:
         cat = self.catalog
         with cat.commit_lock(self.lock_timeout):
-            if not all(cat.fs.exists(cat.path(t, result.batch)) for t in DATA_TABLES):
+            if not cat.has_batch(result.batch):
                 for o in result.outcomes:  # removed by a `perflake vacuum` with a short --older-than
                     o.status, o.transient = "failed", True
                     o.reason = f"{o.source}: the batch's data files were removed before the commit (tried again)"
                 cat.discard(result.batch)
                 return
-            self._refresh()
-            keep = [r for r in result.rows if r["content_sha256"] not in self.present]
-            for o in result.outcomes:
-                if o.sha in self.present:
-                    o.status, o.skip, o.run_id = "skipped", PRESENT, self.present[o.sha]
-                    o.reason = f"already present as run {o.run_id}"
-            batch = result.batch
+            batch, rows, committed = result.batch, list(result.rows), set()
             try:
-                if keep and len(keep) < len(result.rows):
-                    batch = new_batch_id()
-                    cat.subset_batch(result.batch, batch, [r["run_id"] for r in keep])
-                    cat.discard(result.batch)
-                    keep = [{**r, "batch": batch} for r in keep]
-                if keep:
-                    cat.commit(batch, pa.Table.from_pylist(keep, schema=RUNS_SCHEMA))
-                else:
-                    cat.discard(batch)
+                while True:
+                    head, self.present = cat.runs_head()
+                    keep = [r for r in rows if r["content_sha256"] not in self.present]
+                    if keep and len(keep) < len(rows):
+                        new = new_batch_id()
+                        cat.subset_batch(batch, new, [r["run_id"] for r in keep])
+                        cat.discard(batch)
+                        batch, rows = new, [{**r, "batch": new} for r in keep]
+                        continue  # a new head: the subset took time
+                    if not keep:
+                        cat.discard(batch)
+                        break
+                    if cat.commit(head, pa.Table.from_pylist(keep, schema=RUNS_SCHEMA)):
+                        self.present.update((r["content_sha256"], r["run_id"]) for r in keep)
+                        committed = {r["content_sha256"] for r in keep}
+                        break
+                    self.conflicts += 1
             except BaseException:
                 cat.discard(batch)
                 raise
-            self.present.update((r["content_sha256"], r["run_id"]) for r in keep)
-            self.seen_batches.add(batch)
+            for o in result.outcomes:
+                if o.sha in self.present and o.sha not in committed:
+                    o.status, o.skip, o.run_id = "skipped", PRESENT, self.present[o.sha]
+                    o.reason = f"already present as run {o.run_id}"
 
 
 def _scheduler(catalog: Catalog, scheduler):
@@ -287,10 +284,8 @@ def ingest(catalog: Catalog, paths, *, progress: bool = True, retry_failed: bool
     _finish(catalog, report, t0, failing=error is not None)
     if error is not None:
         raise error
-    try:
-        compact(catalog, lock_timeout=lock_timeout)
-    except LockTimeout:  # housekeeping only: the next ingest merges the log files
-        pass
+    if report.ingested or report.outcomes:
+        maybe_compact(catalog)  # housekeeping: small files past a threshold merged (catalogs/compaction.py)
     return report
 
 

@@ -1,18 +1,17 @@
-"""The ingest log: one row per input an ingest attempted, one Parquet file per ingest invocation.
+"""The ingest log: one row per input an ingest attempted, one commit per ingest invocation.
 
-``<root>/ingest_log/part-<invocation>.parquet`` (schema ``INGEST_LOG_SCHEMA``) is written once, at the end of
-an invocation, under a temporary name and renamed, so a reader sees whole files only; the view
-``ingest_log`` of :meth:`perflake.Lake.connect` reads them all.  An *attempt* is an input that was hashed
+The lake's ``ingest_log`` Delta table (schema ``INGEST_LOG_SCHEMA``) gains the rows of an invocation in one
+append at its end, so a reader sees whole invocations only; the view ``ingest_log`` of
+:meth:`perflake.Lake.connect` reads the version current when it connected (compaction merges its files, whose
+old copies stay readable until a vacuum).  An *attempt* is an input that was hashed
 (and read, unless its bytes were already in the lake or had failed before).  An input whose files' names,
 sizes, mtimes, ctimes and inodes (its ``stat_key``) are those of its last logged attempt is not hashed again
-and not logged again: an invocation that finds nothing new writes no file.
+and not logged again: an invocation that finds nothing new writes nothing.
 
 The log is also the ingest's memory: :func:`read_history` gives the last attempt per source path and the
 content hashes that failed under this perflake version, so that a failed input is retried only when it
 changed (or when asked, or after an upgrade of perflake).  A *transient* failure (memory, I/O: the machine,
-not the input) is retried on the next run.  When a lake holds more than ``COMPACT_PARTS`` log files they
-are merged into one under the commit lock (the merged file is written before the merged ones are removed:
-a reader may see a row twice for that instant, never lose one).
+not the input) is retried on the next run.
 """
 
 from __future__ import annotations
@@ -24,10 +23,9 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from perflake._version import __version__
-from perflake.catalogs.catalog import Catalog, new_batch_id
+from perflake.catalogs.catalog import Catalog
 from perflake.catalogs.schema import INGEST_LOG_SCHEMA
 
-COMPACT_PARTS = 64  # merge the log's files when there are more than this
 PRESENT, FAILED_BEFORE = "present", "failed_before"  # why an input was skipped
 
 
@@ -82,27 +80,9 @@ _HISTORY_COLUMNS = ["attempted_at", "source", "stat_key", "content_sha256", "run
                     "perflake_version", "transient"]
 
 
-def _read_parts(catalog: Catalog, columns: list[str] | None, paths: list[str] | None = None) -> pa.Table:
-    """The rows of the log files ``paths`` (default: all of them; when one is removed by a concurrent
-    compaction meanwhile, list them again: the merged file holds its rows)."""
-    for attempt in range(5):
-        try:
-            tables = []
-            for path in catalog.log_parts() if paths is None else paths:
-                tables.append(catalog.read_parquet(path, columns))
-            break
-        except FileNotFoundError:
-            if attempt == 4 or paths is not None:
-                raise
-    if not tables:
-        schema = INGEST_LOG_SCHEMA if columns is None else pa.schema([INGEST_LOG_SCHEMA.field(c) for c in columns])
-        return pa.Table.from_batches([], schema=schema)
-    return pa.concat_tables(tables, promote_options="permissive")
-
-
 def read_history(catalog: Catalog) -> History:
     """The last attempt per source path, and the content hashes that failed under this perflake version."""
-    table = _read_parts(catalog, _HISTORY_COLUMNS).sort_by("attempted_at")
+    table = catalog.read_log(_HISTORY_COLUMNS).sort_by("attempted_at")
     history = History()
     cols = [table.column(c).to_pylist() for c in _HISTORY_COLUMNS[1:]]
     for source, key, sha, run_id, status, reason, version, transient in zip(*cols):
@@ -122,25 +102,8 @@ def to_table(invocation: str, outcomes: list[Outcome]) -> pa.Table:
 
 
 def write(catalog: Catalog, invocation: str, outcomes: list[Outcome]) -> str | None:
-    """Record the attempts of one invocation (nothing when there were none); returns the file written."""
+    """Record the attempts of one invocation (nothing when there were none: one commit); returns the id."""
     if not outcomes:
         return None
-    return catalog.write_log(invocation, to_table(invocation, outcomes))
-
-
-def compact(catalog: Catalog, *, lock_timeout: float | None = None, threshold: int | None = None) -> bool:
-    """Merge the log's files into one when there are more than ``threshold`` (default ``COMPACT_PARTS``;
-    local lakes only, under the commit lock so that two ingests never merge at once); returns whether it did."""
-    threshold = COMPACT_PARTS if threshold is None else threshold
-    if not catalog.local or len(catalog.log_parts()) <= threshold:
-        return False
-    with catalog.commit_lock(lock_timeout):
-        parts = catalog.log_parts()
-        if len(parts) <= threshold:
-            return False
-        merged = _read_parts(catalog, None, parts).sort_by([("attempted_at", "ascending"), ("source", "ascending")])
-        new = catalog.write_log(new_batch_id(), merged.cast(INGEST_LOG_SCHEMA))
-        for path in parts:
-            if path != new:
-                catalog.fs.rm(path)
-    return True
+    catalog.write_log(to_table(invocation, outcomes))
+    return invocation

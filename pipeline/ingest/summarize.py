@@ -208,8 +208,3 @@ def summarize(metrics: pa.Table) -> pa.Table:
     if not parts:
         return pa.Table.from_batches([], schema=RANK_SUMMARY_FILE_SCHEMA)
     return pa.concat_tables(parts)
-
-
-def summarize_file(catalog, batch: str) -> pa.Table:
-    """The rank_summary rows of a batch, from its metrics file (for the migration)."""
-    return summarize(catalog.read_parquet(catalog.path("metrics", batch)))

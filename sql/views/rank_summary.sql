@@ -21,4 +21,5 @@ select
     max_rank,
     top_ranks,
     locations
-from read_parquet(getvariable('perflake_rank_summary_files'), union_by_name = true)
+from lake_rank_summary(getvariable('perflake_rank_summary_files'))
+where getvariable('perflake_exact') or run_id in (select r.run_id from runs as r)

@@ -1,0 +1,232 @@
+"""The lake's tables as Delta Lake tables (delta-rs, the ``deltalake`` package): the primitives the catalog needs.
+
+Every table of a lake (``runs``, ``nodes``, ``edges``, ``metrics``, ``rank_summary``, ``ingest_log``) is a Delta
+table in ``<root>/<table>/`` (``_delta_log/`` + Parquet files): a commit is a put-if-absent of the table's next
+log file, atomic on a local disk and on S3-compatible storage (a conditional ``PUT If-None-Match``), so several
+writers on several machines need no lock.  Neither Delta nor any other open format commits several tables at
+once, so the ``runs`` table is the commit point (docs/table-format.md, "The protocol"):
+
+* data rows are appended first, each tagged with its ingest ``batch`` (blind appends: they never conflict;
+  delta-rs retries them over concurrent appends, and :meth:`append` over a concurrent schema change);
+* the runs rows are appended by **compare-and-swap** on the runs table's version (:meth:`append_runs_cas`):
+  committed as version v+1 of the version v whose content hashes were checked, or not at all;
+* a batch whose runs never commit (lost, failed, killed) is deleted (:meth:`delete_batch`) or, after a crash,
+  by ``perflake vacuum``; until then its rows sit in files of its own that no reader selects (readers pick
+  data files by their ``batch`` range, :meth:`live_files`, among the batches the runs table names).
+
+What a reader may rely on (the catalog keeps it so): a live data file holds the rows of ONE batch, or is a
+compacted file holding rows of committed batches only (:mod:`perflake.catalogs.compaction` merges committed
+batches' files and nothing else).  Files removed by a compaction stay on disk until a vacuum older than the
+retention removes them, so a reader that listed them can still read them.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+
+import pyarrow as pa
+
+from perflake.errors import LakeError
+
+CHECKPOINT_INTERVAL = "100"  # a checkpoint every 100 commits bounds the log a reader replays
+APPEND_ATTEMPTS = 100
+
+
+def writer_properties(schema: pa.Schema):
+    """perflake's Parquet choices: zstd, 128k-row groups, dictionary pages for strings and lists of integers
+    only, BYTE_STREAM_SPLIT for floating-point columns (measured: catalogs/catalog.py's helpers)."""
+    from deltalake import ColumnProperties, WriterProperties
+
+    cols = {}
+    for f in schema:
+        if pa.types.is_floating(f.type):
+            cols[f.name] = ColumnProperties(dictionary_enabled=False, encoding="BYTE_STREAM_SPLIT")
+        elif pa.types.is_integer(f.type):
+            cols[f.name] = ColumnProperties(dictionary_enabled=False)
+    return WriterProperties(compression="ZSTD", max_row_group_size=131_072, column_properties=cols)
+
+
+def _hooks():
+    from deltalake import PostCommitHookProperties
+
+    return PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
+
+
+class DeltaTables:
+    """The Delta tables under one lake root.  ``uri``: the root as delta-rs addresses it (a local path or
+    ``s3://bucket/prefix``); ``options``: delta-rs storage options (credentials, endpoint)."""
+
+    def __init__(self, uri: str, options: dict | None = None, lake: str = ""):
+        self.uri = uri.rstrip("/")
+        self.options = options or None
+        self.lake = lake or uri
+        self._open: dict[str, object] = {}
+        self._runs_files: set[str] = set()
+        self._present: dict[str, str] = {}
+        self.retries = 0
+
+    def table_uri(self, name: str) -> str:
+        return f"{self.uri}/{name}"
+
+    # -- tables -----------------------------------------------------------------------------------------
+    def create(self, name: str, schema: pa.Schema) -> None:
+        from deltalake import DeltaTable
+
+        DeltaTable.create(self.table_uri(name), schema, mode="ignore", storage_options=self.options,
+                          configuration={"delta.checkpointInterval": CHECKPOINT_INTERVAL})
+
+    def exists(self, name: str) -> bool:
+        from deltalake import DeltaTable
+
+        return DeltaTable.is_deltatable(self.table_uri(name), storage_options=self.options)
+
+    def table(self, name: str, *, fresh: bool = True):
+        """The table at its latest version (one object per table, brought up to date incrementally)."""
+        from deltalake import DeltaTable
+
+        t = self._open.get(name)
+        if t is None:
+            try:
+                t = self._open[name] = DeltaTable(self.table_uri(name), storage_options=self.options)
+            except Exception as exc:  # TableNotFoundError, or the store's own error
+                raise LakeError(f"{self.lake}: the {name} table cannot be opened ({str(exc).splitlines()[0]})") \
+                    from None
+        elif fresh:
+            t.update_incremental()
+        return t
+
+    def at(self, name: str, as_of=None):
+        """A new handle on the table at ``as_of``: None (latest), a version number, or a datetime."""
+        from deltalake import DeltaTable
+
+        t = DeltaTable(self.table_uri(name), storage_options=self.options)
+        if as_of is not None:
+            try:
+                t.load_as_version(as_of)
+            except Exception as exc:
+                raise LakeError(f"{self.lake}: no version of the {name} table at {as_of!r} "
+                                f"({str(exc).splitlines()[0]})") from None
+        return t
+
+    # -- writing ----------------------------------------------------------------------------------------
+    def append(self, name: str, data: pa.Table) -> None:
+        """A blind append (new columns merge into the schema: nullable, NULL in older rows).  delta-rs retries
+        it over concurrent appends; a concurrent schema change (another writer's new metric column) fails it
+        with CommitFailedError, retried here on the reloaded table."""
+        from deltalake import write_deltalake
+        from deltalake.exceptions import CommitFailedError
+
+        props = writer_properties(data.schema)
+        for attempt in range(APPEND_ATTEMPTS):
+            try:
+                write_deltalake(self.table(name, fresh=attempt > 0), data, mode="append", schema_mode="merge",
+                                writer_properties=props, post_commithook_properties=_hooks())
+                return
+            except CommitFailedError:
+                self.retries += 1
+                time.sleep(min(0.2, 0.005 * (attempt + 1)))
+        raise LakeError(f"{self.lake}: no commit to the {name} table after {APPEND_ATTEMPTS} attempts "
+                        "(too many concurrent writers?)")
+
+    def runs_head(self, columns=("content_sha256", "run_id")):
+        """(the runs table at its latest version, content hash -> run id at that version), reading only the
+        files not read before (a compaction that removed some starts over)."""
+        t = self.table("runs")
+        files = set(t.file_uris())
+        if self._runs_files - files:
+            self._runs_files, self._present = set(), {}
+        new = sorted(files - self._runs_files)
+        if new:
+            got = self.read_files(new, list(columns))
+            self._present.update(zip(got.column("content_sha256").to_pylist(), got.column("run_id").to_pylist()))
+            self._runs_files |= set(new)
+        return t, dict(self._present)
+
+    def append_runs_cas(self, head, rows: pa.Table) -> bool:
+        """Append ``rows`` to the runs table as the version after ``head``'s, or not at all (False: another
+        commit came first; reload with :meth:`runs_head` and check again)."""
+        from deltalake import CommitProperties, write_deltalake
+        from deltalake.exceptions import CommitFailedError
+
+        try:
+            write_deltalake(head, rows, mode="append", schema_mode="merge",
+                            writer_properties=writer_properties(rows.schema),
+                            commit_properties=CommitProperties(max_commit_retries=0),
+                            post_commithook_properties=_hooks())
+            return True
+        except CommitFailedError:
+            return False
+
+    def delete_batch(self, name: str, batch: str, run_ids: list[str] | None = None) -> None:
+        """Delete the rows of ``batch`` (of ``run_ids`` only, when given) from a table."""
+        from deltalake.exceptions import CommitFailedError
+
+        pred = f"batch = '{_safe(batch)}'"
+        if run_ids:
+            pred += " AND run_id IN (" + ", ".join(f"'{_safe(r)}'" for r in run_ids) + ")"
+        for attempt in range(APPEND_ATTEMPTS):
+            try:
+                self.table(name).delete(pred, post_commithook_properties=_hooks())
+                return
+            except CommitFailedError:  # a concurrent commit touched what it read: read again
+                self.retries += 1
+                time.sleep(min(0.2, 0.005 * (attempt + 1)))
+        raise LakeError(f"{self.lake}: the rows of batch {batch} could not be deleted from {name} "
+                        f"after {APPEND_ATTEMPTS} attempts")
+
+    # -- reading ----------------------------------------------------------------------------------------
+    def live_files(self, name: str, table=None) -> pa.Table:
+        """The table's live data files: ``path`` (absolute, as delta-rs and fsspec address it), ``size``,
+        ``rows``, ``min_batch``, ``max_batch`` (from the files' statistics; null in a table without ``batch``)."""
+        t = table if table is not None else self.table(name)
+        acts = pa.table(t.get_add_actions(flatten=True))
+        base = self.table_uri(name)
+        paths = [f"{base}/{urllib.parse.unquote(p)}" for p in acts.column("path").to_pylist()]
+        has = "min.batch" in acts.column_names
+        none = pa.nulls(acts.num_rows, pa.string())
+        return pa.table({"path": pa.array(paths, pa.string()), "size": acts.column("size_bytes"),
+                         "rows": acts.column("num_records"),
+                         "min_batch": acts.column("min.batch") if has else none,
+                         "max_batch": acts.column("max.batch") if has else none})
+
+    def read_files(self, paths: list[str], columns: list[str] | None = None) -> pa.Table:
+        """Parquet files of the lake read by Arrow (local paths natively; object stores through pyarrow's
+        filesystem built from the same options)."""
+        import pyarrow.parquet as pq
+
+        if not paths:
+            return pa.table({c: pa.array([], pa.string()) for c in columns or []})
+        fs, strip = self._arrow_fs()
+        tables = [pq.read_table(strip(p), columns=columns, filesystem=fs) for p in paths]
+        return pa.concat_tables(tables, promote_options="permissive")
+
+    def _arrow_fs(self):
+        if "://" not in self.uri or self.uri.startswith("file://"):
+            return None, lambda p: p.removeprefix("file://")
+        import pyarrow.fs as pafs
+
+        fs, _ = pafs.FileSystem.from_uri(self.uri) if not self.options else (_s3(self.options), None)
+        return fs, lambda p: p.split("://", 1)[1]
+
+    def read(self, name: str, as_of=None, columns: list[str] | None = None, table=None) -> pa.Table:
+        t = table if table is not None else self.at(name, as_of)
+        return pa.table(t.to_pyarrow_table(columns=columns))
+
+
+def _safe(value: str) -> str:
+    """Batch and run ids are [0-9A-Za-z-] (new_batch_id, content hashes): anything else is a bug, not input."""
+    if not all(c.isalnum() or c == "-" for c in value):
+        raise ValueError(f"unexpected id {value!r}")
+    return value
+
+
+def _s3(options: dict):
+    import pyarrow.fs as pafs
+
+    endpoint = options.get("AWS_ENDPOINT_URL")
+    scheme = "http" if endpoint and endpoint.startswith("http://") else "https"
+    return pafs.S3FileSystem(access_key=options.get("AWS_ACCESS_KEY_ID"),
+                             secret_key=options.get("AWS_SECRET_ACCESS_KEY"), session_token=options.get("AWS_SESSION_TOKEN"),
+                             endpoint_override=endpoint.split("://", 1)[1] if endpoint else None, scheme=scheme,
+                             region=options.get("AWS_REGION", "us-east-1"), allow_bucket_creation=False)
