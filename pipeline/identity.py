@@ -4,10 +4,20 @@
 
     frame_key = type, name, file, line, module joined by U+001F (a NULL written as '', line in decimal)
     path_text = the frame keys from the root to the node joined by U+001E
-    node_id   = the first 8 bytes of md5(UTF-8 path_text), read as a little-endian unsigned 64-bit integer
+    node_id   = (the first 8 bytes of md5(UTF-8 path_text), read as a little-endian unsigned 64-bit integer)
+                & 0x7FFF_FFFF_FFFF_FFFF
 
-(DuckDB's ``md5_number_upper(path_text)``.)  Same frames on the path, same id: in every run, process,
-machine and version.  Siblings with identical frames get the same id, so they merge (Hatchet's normalize()).
+(DuckDB's ``md5_number_upper(path_text) & 9223372036854775807``.)  Same frames on the path, same id: in every
+run, process, machine and version (since ids became 63-bit, below).  Siblings with identical frames get the
+same id, so they merge (Hatchet's normalize()).
+
+The id is a 63-bit value: the top bit of the 64 is cleared (:data:`ID_MASK`).  Delta Lake, Iceberg, Spark and
+polars' lake readers have no unsigned 64-bit integer, and the lake's tables store ids in int64 columns
+(docs/table-format.md); a 63-bit id casts to int64 and back losslessly, with the same value in every engine.
+Inside perflake the type stays uint64 (Arrow, NumPy) / UBIGINT (DuckDB).  The odds of two distinct call
+paths colliding are still negligible: about n**2 / 2**64 for n call paths (1e6 paths: ~5e-8).  Ids written
+before the change (the full 64 bits) become today's ids with the same mask, ``old_id & ID_MASK``: the mask is
+a function of the old id alone, so a stored lake is remapped without re-reading any path text.
 
 How it is computed: md5 is a streaming hash, so the state after a parent's path text, copied and fed
 U+001E and the child's key, is the state after the child's path text.  Each call path costs one copy and
@@ -28,12 +38,13 @@ import pyarrow.compute as pc
 
 FRAME_SEP = "\x1f"  # between the attributes of one frame
 PATH_SEP = b"\x1e"  # between the frames of a path
+ID_MASK = 0x7FFF_FFFF_FFFF_FFFF  # ids are 63-bit: they fit a signed 64-bit integer (module docstring)
 KEY_ATTRS = ("type", "name", "file", "line", "module")
 
 
 @dataclass
 class PathIds:
-    """Per input row: ``node_id`` (uint64), ``parent_id`` (uint64, meaningful where ``has_parent``),
+    """Per input row: ``node_id`` (uint64 holding a 63-bit id), ``parent_id`` (same, meaningful where ``has_parent``),
     ``depth`` (int32, root 0) and ``reached`` (False for a row in a parent cycle, under a missing parent, or
     deeper than the bound: those rows get no id)."""
 
@@ -117,7 +128,7 @@ def call_path_ids(run: np.ndarray, local: np.ndarray, parent_local: np.ndarray, 
                 h.update(PATH_SEP + key_bytes[k])
             new_states.append(h)
             digests.append(h.digest())
-        ids = np.frombuffer(b"".join(digests), dtype="<u8")[::2].astype(np.uint64)
+        ids = np.frombuffer(b"".join(digests), dtype="<u8")[::2].astype(np.uint64) & np.uint64(ID_MASK)
         canon[level] = inverse.ravel()
         node_id[level] = ids[inverse.ravel()]
         depth[level] = d

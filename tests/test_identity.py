@@ -1,5 +1,6 @@
 """The call-path id (perflake/identity.py) against the definition computed the obvious way: md5 of each
-node's whole path text, found by walking up its parents."""
+node's whole path text, found by walking up its parents, first 8 bytes little-endian with the top bit cleared
+(ids are 63-bit since the lake's tables store them as int64)."""
 
 import hashlib
 
@@ -12,6 +13,12 @@ from hypothesis import strategies as st
 from perflake.identity import call_path_ids, frame_keys
 
 NAMES = ["main", "solve", "MPI_Send", "Loop@a.c:3", "ünïcode", "", "x\x1fy"]
+MASK63 = (1 << 63) - 1  # written out here, not imported: the reference implements the definition on its own
+
+
+def _md5_id(text: bytes) -> int:
+    """The definition: md5's first 8 bytes as a little-endian unsigned integer, top bit cleared."""
+    return int.from_bytes(hashlib.md5(text).digest()[:8], "little") & MASK63
 
 
 def _key(row: dict) -> str:
@@ -41,7 +48,7 @@ def _reference(rows: list[dict], max_depth: int) -> list[tuple[int, int] | None]
             out.append(None)
             continue
         text = "\x1e".join(reversed(keys)).encode()
-        out.append((int.from_bytes(hashlib.md5(text).digest()[:8], "little"), len(keys) - 1))
+        out.append((_md5_id(text), len(keys) - 1))
     return out
 
 
@@ -90,12 +97,14 @@ def test_ids_equal_the_md5_of_the_whole_path_text(rows, max_depth):
 
 def test_a_known_id():
     """Pinned: the id of the root frame 'main' (a function) must never change; lakes store it.  The number is
-    DuckDB's ``md5_number_upper('function' || chr(31) || 'main' || chr(31) || chr(31) || chr(31))``, which is how
-    lakes written before perflake/identity.py computed it."""
+    DuckDB's ``md5_number_upper('function' || chr(31) || 'main' || chr(31) || chr(31) || chr(31))
+    & 9223372036854775807``.  Changed when ids became 63-bit (top bit cleared, so they fit the lake's int64
+    columns): it was 11697251941537775297, the full 64 bits; the old value masked is the new one."""
     got = _ids([{"run": 0, "local": 0, "parent": -1, "name": "main", "type": "function", "file": None,
                  "line": None, "module": None}], 8)
-    assert int(got.node_id[0]) == int.from_bytes(hashlib.md5(b"function\x1fmain\x1f\x1f\x1f").digest()[:8], "little")
-    assert int(got.node_id[0]) == 11697251941537775297
+    assert int(got.node_id[0]) == _md5_id(b"function\x1fmain\x1f\x1f\x1f")
+    assert int(got.node_id[0]) == 2473879904682999489
+    assert 11697251941537775297 & MASK63 == 2473879904682999489  # an id stored before the change, remapped
 
 
 def test_a_deep_chain_is_linear():
@@ -106,7 +115,7 @@ def test_a_deep_chain_is_linear():
              "file": None, "line": None, "module": None} for i in range(n)]
     got = _ids(rows, 4096)
     text = "\x1e".join(_key(r) for r in rows).encode()
-    assert int(got.node_id[-1]) == int.from_bytes(hashlib.md5(text).digest()[:8], "little")
+    assert int(got.node_id[-1]) == _md5_id(text)
     assert got.depth[-1] == n - 1 and got.reached.all()
 
 
@@ -121,7 +130,51 @@ def test_ids_equal_duckdb_md5_number_upper_on_non_ascii_paths():
     try:
         for i in range(len(rows)):
             text = "\x1e".join(_key(r) for r in rows[: i + 1])
-            want = con.execute("select md5_number_upper($t)", {"t": text}).fetchone()[0]
+            want = con.execute("select md5_number_upper($t) & 9223372036854775807", {"t": text}).fetchone()[0]
             assert int(got.node_id[i]) == want
     finally:
         con.close()
+
+
+def test_ids_of_generated_runs_are_63_bit_and_equal_duckdb(tmp_path):
+    """Realistic trees (generated TAU and Caliper runs, normalised as ingest does): every id (nodes, edges,
+    metrics) is below 2**63 and casts to int64 and back unchanged (the lake's Delta/Iceberg columns are int64),
+    and every node's id is DuckDB's ``md5_number_upper(path text) & 9223372036854775807``, the path text built
+    in SQL from the frames by a recursive walk from the roots."""
+    from perflake import readers
+    from perflake.generators import write_caliper_json_runs, write_tau_runs
+    from perflake.ingest.normalize import normalize_many
+
+    paths = write_tau_runs(tmp_path / "tau", nodes=400, ranks=2, runs=2, seed=3)
+    paths += write_caliper_json_runs(tmp_path / "cali", nodes=300, ranks=2, runs=2, seed=5)
+    batch = normalize_many([(f"r{i}", readers.read(p)) for i, p in enumerate(paths)])
+    nodes = batch.nodes
+    assert nodes.num_rows > 1000 and nodes.schema.field("node_id").type == pa.uint64()
+    for table, col in ((nodes, "node_id"), (nodes, "parent_id"), (batch.edges, "parent_id"),
+                       (batch.edges, "child_id"), (batch.metrics, "node_id")):
+        ids = table.column(col).drop_null()
+        assert len(ids) and max(ids.to_pylist()) < 2**63, col
+        signed = ids.cast(pa.int64())  # a safe cast: raises on any value >= 2**63
+        assert signed.cast(pa.uint64()).equals(ids) and min(signed.to_pylist()) >= 0, col
+    con = duckdb.connect()
+    try:
+        con.register("nodes", nodes)
+        got = con.execute("""
+            with recursive k as (
+                select run_id, node_id, parent_id,
+                       coalesce(type, '') || chr(31) || coalesce(name, '') || chr(31) || coalesce(file, '')
+                       || chr(31) || coalesce(cast(line as varchar), '') || chr(31) || coalesce(module, '') as key
+                from nodes),
+            p as (
+                select run_id, node_id, key as path from k where parent_id is null
+                union all
+                select k.run_id, k.node_id, p.path || chr(30) || k.key
+                from k join p on k.run_id = p.run_id and k.parent_id = p.node_id)
+            select count(*), count(*) filter (where node_id <> md5_number_upper(path) & 9223372036854775807),
+                   count(*) filter (where md5_number_upper(path) >= 9223372036854775808)
+            from p""").fetchone()
+    finally:
+        con.close()
+    assert got[0] == nodes.num_rows  # every node reached from a root, once
+    assert got[1] == 0  # every id is the masked md5
+    assert got[2] > 0  # and some paths' full 64-bit md5 has the top bit set: the mask was needed

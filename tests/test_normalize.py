@@ -56,9 +56,10 @@ def test_edges_have_explicit_roots_and_match_nodes():
 
 
 def _python_id(names: list[str]) -> int:
-    """The documented identity (perflake/identity.py), recomputed independently with hashlib."""
+    """The documented identity (perflake/identity.py), recomputed independently with hashlib: md5's first 8
+    bytes, little-endian, top bit cleared (ids are 63-bit)."""
     keys = ["\x1f".join(["function", name, "", "", ""]) for name in names]
-    return int.from_bytes(hashlib.md5("\x1e".join(keys).encode()).digest()[:8], "little")
+    return int.from_bytes(hashlib.md5("\x1e".join(keys).encode()).digest()[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
 
 
 def test_callpath_id_is_the_documented_md5():

@@ -3,9 +3,11 @@
 Neither Delta Lake nor Iceberg has an unsigned 64-bit integer (Delta: byte, short, integer, long; Iceberg:
 int, long): delta-rs maps uint64 to long and fails on the first id >= 2**63 ("Can't cast value
 18446744073709551615 to type Int64"), pyiceberg fails with "argument out of range".  The call-path ids
-(``node_id``, ``parent_id``, ``child_id``: md5's first 8 bytes, perflake.identity) are therefore stored as
-int64 with the same 64 bits (two's complement; back to the uint64 in Arrow with ``.view(pa.uint64())``, in
-DuckDB with ``(node_id::HUGEINT + CASE WHEN node_id < 0 THEN 18446744073709551616 ELSE 0 END)::UBIGINT``).
+(``node_id``, ``parent_id``, ``child_id``, perflake.identity) are therefore stored as int64.  Since ids are
+63-bit (md5's first 8 bytes with the top bit cleared) the int64 value equals perflake's uint64 id; the
+bit-preserving view below also keeps a full 64-bit id of an older lake (two's complement; back with
+``.view(pa.uint64())``, in DuckDB ``(node_id::HUGEINT + CASE WHEN node_id < 0 THEN 18446744073709551616 ELSE 0
+END)::UBIGINT``).
 ``run_id`` is a plain
 string in every table (today metrics.run_id is dictionary<string>), and every data table gains ``batch``,
 the commit that wrote the row: the data tables are appended before the runs table commits them, so a

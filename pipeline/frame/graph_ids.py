@@ -7,7 +7,8 @@ node on a cycle get one id each.  The frame attributes that make the id are thos
 name, file, line, module; Hatchet's placeholder type ``'None'`` counts as no type), so a hand-built node has
 the id the same call path has when read from a literal or a file.  Two nodes of one graph on the same path
 (siblings with equal frames, which Hatchet keeps apart and perflake's readers merge) cannot share an id:
-the later one in the walk gets ``md5("<id>#<k>")`` (first 8 bytes, little-endian), the first k that is free.
+the later one in the walk gets ``md5("<id>#<k>")`` (first 8 bytes, little-endian, top bit cleared like every
+call-path id: perflake.identity.ID_MASK), the first k that is free.
 Nodes that already have an id keep it.
 """
 
@@ -19,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from perflake.frame.graph import Graph, frame_type, ordered
-from perflake.identity import call_path_ids, frame_keys
+from perflake.identity import ID_MASK, call_path_ids, frame_keys
 
 
 def _spanning_walk(graph: Graph) -> tuple[list, list[int]]:
@@ -50,7 +51,7 @@ def _line(value):
 
 
 def _salted(node_id: int, k: int) -> int:
-    return int.from_bytes(hashlib.md5(f"{node_id}#{k}".encode()).digest()[:8], "little")
+    return int.from_bytes(hashlib.md5(f"{node_id}#{k}".encode()).digest()[:8], "little") & ID_MASK
 
 
 def assign_ids(graph: Graph) -> bool:
