@@ -89,21 +89,24 @@ def test_sigkill_at_random_moments_never_leaves_a_partial_run(tmp_path):
         assert not report.failed, report.failed
         assert sorted(Lake(lake_dir).sql("select run_id from runs")["run_id"]) == expected, f"kill {i}"
         _check_consistent(lake_dir, ref)
+        batches = set(Lake(lake_dir).sql("select distinct batch from runs")["batch"])
         removed = Lake(lake_dir).vacuum(older_than=0)  # leftovers of the killed process, and only those
-        assert all("/runs/part-" not in p.replace(os.sep, "/") or p.endswith(".tmp") for p in removed)
+        assert not [p for p in removed if p.split("/batch=")[-1] in batches], "vacuum removed a committed batch"
         outcomes["vacuumed files"] += len(removed)
         assert _check_consistent(lake_dir, ref) == RUNS
-        owned = {p.name for table in ("runs", *TABLES) for p in (lake_dir / table).glob("part-*")}
-        batches = set(Lake(lake_dir).sql("select distinct batch from runs")["batch"])
-        assert all(any(b in name for b in batches) for name in owned), "a data file no committed batch owns"
+        cat = Lake(lake_dir).catalog()
+        for table in TABLES:  # every live data file holds committed batches only
+            live = cat.tables.live_files(table)
+            ranges = zip(live.column("min_batch").to_pylist(), live.column("max_batch").to_pylist())
+            assert all(lo in batches and hi in batches for lo, hi in ranges), f"{table}: rows no commit owns"
     print(f"\n{KILLS} ingests, SIGKILL at uniform moments over {full:.2f} s: {outcomes}")
     assert outcomes["killed"] >= KILLS // 2, outcomes  # most kills hit a live process
 
 
-@pytest.mark.parametrize("moment", ["data files written", "runs file temp written"])
+@pytest.mark.parametrize("moment", ["data rows appended", "runs committed, log not written"])
 def test_a_crash_between_the_steps_of_a_commit_is_invisible(tmp_path, monkeypatch, moment):
-    """The two windows of a commit, simulated in-process: data files without their runs file, and a runs file
-    still under its temporary name, are both invisible; vacuum removes them; the next ingest commits."""
+    """The windows of an ingest, simulated in-process: data rows appended to the Delta tables without their runs
+    row are invisible and vacuumed; runs committed without the log row are whole; the next ingest completes."""
     src = tmp_path / "src"
     write_tau_runs(src, nodes=20, ranks=2, runs=3, seed=1)
     Lake(tmp_path / "reference").ingest([src])
@@ -115,33 +118,29 @@ def test_a_crash_between_the_steps_of_a_commit_is_invisible(tmp_path, monkeypatc
     class Crash(BaseException):
         pass
 
-    if moment == "data files written":
-        monkeypatch.setattr(catalog_module.Catalog, "commit", lambda self, *a, **k: (_ for _ in ()).throw(Crash()))
-    else:
-        real = catalog_module.Catalog._atomic_write
-
-        def crash_before_rename(self, path, data):
-            monkeypatch.setattr(self.fs, "mv", lambda *a, **k: (_ for _ in ()).throw(Crash()))  # fs is cached
-            return real(self, path, data)
-
-        monkeypatch.setattr(catalog_module.Catalog, "_atomic_write", crash_before_rename)
+    target = "commit" if moment == "data rows appended" else "write_log"
+    monkeypatch.setattr(catalog_module.Catalog, target, lambda self, *a, **k: (_ for _ in ()).throw(Crash()))
     monkeypatch.setattr(catalog_module.Catalog, "discard", lambda self, batch: None)  # a SIGKILL runs no cleanup
     with pytest.raises(Crash):
         lake.ingest([src])
     monkeypatch.undo()
-    assert cat.runs().num_rows == 0 and _check_consistent(tmp_path / "lake", ref) == 0
-    leftovers = list((tmp_path / "lake").rglob("*.parquet")) + list((tmp_path / "lake").rglob("*.tmp"))
-    assert leftovers, "the simulated crash left files behind"
+    visible = 0 if moment == "data rows appended" else 3
+    assert cat.runs().num_rows == visible and _check_consistent(tmp_path / "lake", ref) == visible
+    if moment == "data rows appended":
+        assert cat.tables.read("metrics").num_rows > 0, "the simulated crash left rows behind"
+        assert Lake(tmp_path / "lake").sql("select count(*) as n from metrics")["n"][0] == 0
     Lake(tmp_path / "lake").ingest([src])
     assert _check_consistent(tmp_path / "lake", ref) == 3
     removed = Lake(tmp_path / "lake").vacuum(older_than=0)
-    assert removed and not list((tmp_path / "lake").rglob("*.tmp"))
+    assert bool([p for p in removed if "/batch=" in p]) == (moment == "data rows appended")
     assert _check_consistent(tmp_path / "lake", ref) == 3
+    expected = sum(n[2] for n in ref.values())
+    assert Lake(tmp_path / "lake").catalog().tables.read("metrics").num_rows == expected  # orphans deleted
 
 
 def test_a_failed_summary_write_leaves_no_file(tmp_path, monkeypatch):
-    """The rank summary is one of the batch's data files: when writing it fails (here: the disk fills up once
-    the file is written), the batch is discarded whole -- no nodes, edges, metrics nor rank_summary file, no run
+    """The rank summary is one of the batch's data tables: when writing it fails (here: the disk fills up once
+    its rows are appended), the batch is discarded whole -- no nodes, edges, metrics nor rank_summary row, no run
     visible -- and the next ingest commits all four."""
     src = tmp_path / "src"
     write_tau_runs(src, nodes=20, ranks=3, threads=2, runs=3, seed=2)
@@ -150,18 +149,17 @@ def test_a_failed_summary_write_leaves_no_file(tmp_path, monkeypatch):
     real = catalog_module.Catalog.write_table
 
     def full_disk(self, table_name, batch, table, **kw):
-        path = real(self, table_name, batch, table, **kw)
+        real(self, table_name, batch, table, **kw)
         if table_name == "rank_summary":
             raise OSError(28, "No space left on device")
-        return path
 
     monkeypatch.setattr(catalog_module.Catalog, "write_table", full_disk)
     with pytest.raises(OSError, match="No space left"):
         Lake(tmp_path / "lake").ingest([src])
     monkeypatch.undo()
-    folders = [tmp_path / "lake" / t for t in ("runs", *TABLES)]
-    left = [p.name for folder in folders if folder.is_dir() for p in folder.iterdir()]
-    assert not left, left
+    cat = Lake(tmp_path / "lake").catalog()
+    left = {t: cat.tables.read(t).num_rows for t in ("runs", *TABLES)}
+    assert not any(left.values()), left  # the batch's rows were deleted from every table
     assert Lake(tmp_path / "lake").sql("select count(*) as n from runs")["n"][0] == 0
     Lake(tmp_path / "lake").ingest([src])
     counts = _counts(tmp_path / "lake")
