@@ -32,8 +32,8 @@ DuckDB (no extension needed):
 ```python
 import deltalake, duckdb
 runs = deltalake.DeltaTable("LAKE/runs").to_pyarrow_table(columns=["run_id", "batch"])
-duckdb.sql("select m.* exclude (batch) from read_parquet($f, union_by_name = true) m semi join runs using (run_id, batch)",
-           params={"f": deltalake.DeltaTable("LAKE/metrics").file_uris()})
+metrics = duckdb.sql("select m.* exclude (batch) from read_parquet($f, union_by_name = true) m semi join runs using "
+                     "(run_id, batch)", params={"f": deltalake.DeltaTable("LAKE/metrics").file_uris()}).df()
 ```
 
 polars:

@@ -14,7 +14,7 @@ import pkgutil
 
 # The order of `perflake --help`: the commands of the everyday workflow first, as the help has always listed
 # them; any other module follows alphabetically.
-ORDER = ("ingest", "runs", "sql", "tree", "imbalance", "compare", "ensemble", "scaling", "query", "vacuum",
+ORDER = ("ingest", "runs", "sql", "tree", "imbalance", "compare", "ensemble", "scaling", "query", "vacuum", "compact",
          "generate")
 
 
