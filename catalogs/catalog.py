@@ -84,6 +84,8 @@ class Catalog:
         uri = os.path.abspath(self.root) if self.local else f"s3://{self.root}"
         self.tables = DeltaTables(uri, remote.delta_options(self.fs) if not self.local else None, self.url)
         self._runs = None  # the pinned runs table (self.snapshot())
+        self._runs_version = None
+        self._files: dict[str, tuple] = {}  # table -> (runs version, live files' paths, min batches, max batches)
         if exists:
             self._check_marker(marker)
         elif create:
@@ -133,8 +135,10 @@ class Catalog:
 
     # -- writing -------------------------------------------------------------------------------------------
     def write_table(self, table_name: str, batch: str, table: pa.Table) -> None:
-        """Append the rows of ``batch`` to a data table (invisible until the batch's runs rows commit)."""
-        self.tables.append(table_name, conform(table_name, table, batch))
+        """Append the rows of ``batch`` to a data table (invisible until the batch's runs rows commit); no rows,
+        no commit."""
+        if table.num_rows:
+            self.tables.append(table_name, conform(table_name, table, batch))
 
     @contextlib.contextmanager
     def commit_lock(self, timeout: float | None = None):
@@ -175,14 +179,11 @@ class Catalog:
         return self.tables.append_runs_cas(head, runs.cast(RUNS_SCHEMA))
 
     def has_batch(self, batch: str) -> bool:
-        """Whether every data table still has files of ``batch`` (a ``perflake vacuum`` with a short
-        ``--older-than`` may have removed an uncommitted batch)."""
-        for name in DATA_TABLES:
-            files = self.tables.live_files(name)
-            mins, maxs = files.column("min_batch").to_pylist(), files.column("max_batch").to_pylist()
-            if not any(lo is not None and lo <= batch <= hi for lo, hi in zip(mins, maxs)):
-                return False
-        return True
+        """Whether the batch's rows are still there (a ``perflake vacuum`` with a short ``--older-than`` may
+        have deleted an uncommitted batch): every run has nodes, so its nodes rows tell."""
+        files = self.tables.live_files("nodes")
+        mins, maxs = files.column("min_batch").to_pylist(), files.column("max_batch").to_pylist()
+        return any(lo is not None and lo <= batch <= hi for lo, hi in zip(mins, maxs))
 
     def subset_batch(self, batch: str, new_batch: str, run_ids: list[str]) -> None:
         """Append the rows of ``run_ids`` from ``batch`` again as ``new_batch``: used when another ingest
@@ -249,24 +250,47 @@ class Catalog:
     def files(self, table: str, batches) -> list[str]:
         """The live data files of ``table`` that hold rows of ``batches`` (as DuckDB paths): a batch's own files,
         and compacted files whose batch range includes one of them.  A compacted file may hold other committed
-        runs too: every reader filters on the run ids it wants."""
+        runs too: every reader filters on the run ids it wants.  The file list is read once per version of the
+        pinned runs table (a file a compaction replaced meanwhile stays readable until a vacuum)."""
         wanted = sorted(set(batches))
         if not wanted:
             return []
-        files = self.tables.live_files(table)
+        paths, los, his = self._live(table)
         out = []
-        for path, lo, hi in zip(*(files.column(c).to_pylist() for c in ("path", "min_batch", "max_batch"))):
+        for path, lo, hi in zip(paths, los, his):
             if lo is None:
                 continue
             i = bisect.bisect_left(wanted, lo)
             if i < len(wanted) and wanted[i] <= hi:
-                out.append(self.duck_path(path))
+                out.append(path)
         return sorted(out)
 
+    def _live(self, table: str) -> tuple[list, list, list]:
+        self.snapshot()
+        cached = self._files.get(table)
+        if cached is None or cached[0] != self._runs_version:
+            live = self.tables.live_files(table)
+            paths = [self.duck_path(p) for p in live.column("path").to_pylist()]
+            cached = self._files[table] = (self._runs_version, paths, live.column("min_batch").to_pylist(),
+                                           live.column("max_batch").to_pylist())
+        return cached[1], cached[2], cached[3]
+
     def having(self, table: str, batches) -> set[str]:
-        """The batches among ``batches`` with rows in ``table`` (every committed batch has rows in every data
-        table since schema 4)."""
-        return set(batches)
+        """The batches among ``batches`` with rows in ``table`` (by the live files' batch ranges).  Every batch
+        ingested since schema 4 has rank_summary rows; a table's rows deleted by hand are read as absent."""
+        _paths, los, his = self._live(table)
+        ranges = sorted((lo, hi) for lo, hi in zip(los, his) if lo is not None)
+        starts, reach, top = [], [], ""
+        for lo, hi in ranges:  # reach[i]: the highest batch any of the first i+1 ranges reaches
+            top = max(top, hi)
+            starts.append(lo)
+            reach.append(top)
+        out = set()
+        for b in set(batches):
+            i = bisect.bisect_right(starts, b)
+            if i and reach[i - 1] >= b:
+                out.add(b)
+        return out
 
     # -- the ingest log (perflake.ingest.log) -----------------------------------------------------------------
     def read_log(self, columns: list[str] | None = None) -> pa.Table:
@@ -296,6 +320,7 @@ class Catalog:
     def vacuum(self, older_than: float = 3600.0) -> list[str]:
         """Delete the rows of :meth:`leftovers`, then the files no version younger than ``older_than`` seconds
         uses (Delta's vacuum: ``as_of`` cannot reach back before that).  Returns what was removed."""
+        self._files.clear()
         removed = self.leftovers(older_than)
         for entry in removed:
             name, batch = entry.split("/batch=")

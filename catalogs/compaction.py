@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from perflake.catalogs.delta import _safe, writer_properties
+from perflake.catalogs.delta import _safe, to_schema, writer_properties
 from perflake.catalogs.schema import DATA_TABLES, INGEST_LOG, RUNS, TABLES
 
 TARGET_BYTES = 128 << 20  # a file this big is left alone
@@ -94,8 +94,7 @@ def compact_table(cat, table: str, *, target: int = TARGET_BYTES, committed: set
     key = KEY[table]
     data = cat.tables.read_files(files)
     data = data.filter(pc.is_in(data.column(key), value_set=pa.array(keys, data.schema.field(key).type)))
-    schema = pa.schema(cat.tables.table(table).schema())
-    data = data.select([n for n in schema.names if n in data.schema.names])
+    data = to_schema(data, cat.tables.schema(table))
     data = data.sort_by([(c, "ascending") for c in SORT[table] if c in data.schema.names])
     predicate = f"{key} IN (" + ", ".join(f"'{_safe(k)}'" for k in keys) + ")"
     try:
@@ -111,7 +110,9 @@ def compact_table(cat, table: str, *, target: int = TARGET_BYTES, committed: set
 def compact(cat, *, target: int = TARGET_BYTES, tables=TABLES) -> list[Compacted]:
     """Compact every table of the lake (only batches the runs table names, for the data tables)."""
     committed = set(cat.batches())
-    return [compact_table(cat, t, target=target, committed=committed) for t in tables]
+    done = [compact_table(cat, t, target=target, committed=committed) for t in tables]
+    cat._files.clear()
+    return done
 
 
 def small_files(cat, table: str, target: int = TARGET_BYTES) -> int:

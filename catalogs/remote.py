@@ -109,9 +109,10 @@ def delta_options(fs) -> dict:
         if endpoint.startswith("http://"):
             out["AWS_ALLOW_HTTP"] = "true"
     key, secret, token = so.get("key"), so.get("secret"), so.get("token")
-    if not key:
-        creds = getattr(getattr(fs, "_s3", None), "_request_signer", None)
-        creds = getattr(creds, "_credentials", None)
+    if not key and not so.get("anon"):  # botocore's chain: variables, AWS_PROFILE, config files, roles
+        import botocore.session
+
+        creds = botocore.session.Session(profile=so.get("profile")).get_credentials()
         if creds is not None:
             frozen = creds.get_frozen_credentials()
             key, secret, token = frozen.access_key, frozen.secret_key, frozen.token

@@ -72,18 +72,40 @@ def build_mixed(root) -> Lake:
 
 
 def add_nan(lake: Lake, *, seed: int = 5, nan: float = 0.1, null: float = 0.1) -> None:
-    """Rewrite every metrics file of ``lake`` with a fraction of its ``time`` values NaN and another NULL (as the
-    lake writes its files: Catalog.write_table), and every value of one call path of each batch NaN."""
+    """Rewrite every batch's metrics rows of ``lake`` with a fraction of its ``time`` values NaN and another NULL,
+    and every value of one call path of each batch NaN (a replace commit of the batch's rows, as compaction
+    writes them), then its rank_summary rows again from those rows, as ingest computes them."""
+    from deltalake import write_deltalake
+
+    from perflake.catalogs.delta import to_schema, writer_properties
+    from perflake.ingest.summarize import summarize
+
     cat = lake.catalog()
     rng = np.random.default_rng(seed)
     for batch in cat.batches():
-        table = cat.read_parquet(cat.path("metrics", batch))
+        table = cat.batch_rows("metrics", batch)
         values = table.column("time").to_numpy(zero_copy_only=False).copy()
         values[rng.random(len(values)) < nan] = np.nan
         node = table.column("node_id").to_numpy()
         values[node == node[len(node) // 2]] = np.nan
         column = pa.array(values, pa.float64(), mask=rng.random(len(values)) < null)
-        cat.write_table("metrics", batch, table.set_column(table.column_names.index("time"), "time", column))
+        table = table.set_column(table.column_names.index("time"), "time", column)
+        table = to_schema(table, cat.tables.schema("metrics"))
+        write_deltalake(cat.tables.table("metrics"), table, mode="overwrite", predicate=f"batch = '{batch}'",
+                        writer_properties=writer_properties(table.schema))
+        cat.tables.delete_batch("rank_summary", batch)
+        rows = table.drop_columns(["batch", *[c for c in table.column_names if table.column(c).null_count == len(table)
+                                               and c not in ("run_id", "node_id", "rank", "thread")]])
+        rows = rows.set_column(rows.column_names.index("node_id"), "node_id", rows.column("node_id").cast(pa.uint64()))
+        cat.write_table("rank_summary", batch, summarize(rows))
+
+
+def drop_summaries(root) -> None:
+    """Delete every rank_summary row of the lake at ``root`` (a lake whose batches have none: every question
+    then reads the metrics rows)."""
+    import deltalake
+
+    deltalake.DeltaTable(str(Path(root) / "rank_summary")).delete()
 
 
 def _runs(lake: Lake, where: str) -> list[str]:

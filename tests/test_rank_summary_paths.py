@@ -2,17 +2,17 @@
 
 Each generated lake is asked twice: as it is (imbalance, ensembles, compare, regress and changes read its
 rank_summary files and no metrics row: checked) and as a copy without its rank_summary files (a batch without
-one is read from its metrics rows: the computation of the perflake before the summary).  The lakes
+one is read from its metrics rows: the computation of the perflake before the summary).  (The copy's rank_summary
+rows are deleted by a Delta commit.)  The lakes
 (tests/rank_lakes.py) hold multi-thread runs, sparse runs (call paths absent on some ranks), ties between ranks,
 HPCToolkit summary profiles at rank -1, metric columns NULL at every location, runs of a single location, and --
-in the "nan" lake -- NaN and NULL values drawn into the metrics rows (its summaries built by the migration
-0003-rank-summary); "nightly" is a series of 48 runs with shifts, for regress and changes.
+in the "nan" lake -- NaN and NULL values drawn into the metrics rows (its summaries built again from them);
+"nightly" is a series of 48 runs with shifts, for regress and changes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import sys
 
@@ -23,25 +23,14 @@ from perflake import Lake
 from perflake.analytics.ensemble import ensemble
 from perflake.analytics.imbalance import imbalance
 from perflake.catalogs.catalog import Catalog
-from perflake.catalogs.schema import MARKER, RANK_SUMMARY
 from perflake.generators.nightly import nightly_series, write_nightly
-from rank_lakes import add_nan, answers, build_mixed, normalized, same
+from rank_lakes import add_nan, answers, build_mixed, drop_summaries, normalized, same
 
 
 def _without_summaries(root, copy) -> Lake:
     shutil.copytree(root, copy)
-    for part in (copy / RANK_SUMMARY).glob("*.parquet"):
-        part.unlink()
+    drop_summaries(copy)
     return Lake(copy)
-
-
-def _rebuilt_by_the_migration(root) -> None:
-    """Drop the lake's rank_summary files and mark it schema 3: the next opening rebuilds them."""
-    shutil.rmtree(root / RANK_SUMMARY)
-    info = json.loads((root / MARKER).read_text())
-    info["schema_version"] = 3
-    (root / MARKER).write_text(json.dumps(info))
-    assert Lake(root).catalog().migrated == ["0003-rank-summary"]
 
 
 @pytest.fixture(scope="module", params=["mixed", "nan", "nightly"])
@@ -57,7 +46,6 @@ def lakes(request, tmp_path_factory):
         build_mixed(top)
     if request.param == "nan":
         add_nan(Lake(top / "lake"))
-        _rebuilt_by_the_migration(top / "lake")
     lake = Lake(top / "lake")
     if request.param == "nan":
         counts = lake.sql("select count(*) filter (where isnan(time)) as nan, count(*) filter (where time is null) "
