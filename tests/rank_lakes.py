@@ -191,3 +191,27 @@ if __name__ == "__main__":  # python tests/rank_lakes.py OUT: a lake of this per
     out = Path(sys.argv[1])
     lake = build_mixed(out)
     save(answers(lake), out / "answers")
+
+
+ID_MASK = np.uint64(2**63 - 1)
+
+
+def masked_ids(df: pd.DataFrame) -> pd.DataFrame:
+    """An answer of a perflake before schema 5 with its call-path ids as they are now (63 bits: old & 2**63-1)."""
+    df = df.copy()
+    for col in ("node_id", "parent_id", "child_id"):
+        if col in df.columns:
+            df[col] = (df[col].astype("uint64") & ID_MASK).astype(df[col].dtype)
+    return df
+
+
+def same_rows(got: pd.DataFrame, want: pd.DataFrame, name: str) -> None:
+    """:func:`same` with rows in a canonical order: answers ordered by call-path id (or tied on a value and then
+    by id) change order when the ids change (schema 5)."""
+    def canonical(df: pd.DataFrame) -> pd.DataFrame:
+        keys = [c for c in df.columns if df[c].dtype.kind not in "fO"]
+        floats = [c for c in df.columns if df[c].dtype.kind == "f"]
+        tmp = df.assign(**{f"_r_{c}": df[c].round(6) for c in floats})
+        return df.loc[tmp.sort_values(keys + [f"_r_{c}" for c in floats], kind="stable").index].reset_index(drop=True)
+
+    same(canonical(got), canonical(want), name)

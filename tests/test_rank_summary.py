@@ -5,14 +5,12 @@ batch without one falls back to the metrics rows."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,7 +18,7 @@ from hypothesis import strategies as st
 from perflake import Lake
 from perflake.analytics.ensemble import ensemble
 from perflake.analytics.imbalance import imbalance
-from perflake.catalogs.schema import MARKER, RANK_SUMMARY, RANK_SUMMARY_FILE_SCHEMA, RANK_SUMMARY_TOP
+from perflake.catalogs.schema import RANK_SUMMARY, RANK_SUMMARY_FILE_SCHEMA, RANK_SUMMARY_TOP
 from perflake.generators import write_tau_runs
 from perflake.ingest.summarize import summarize
 from rank_lakes import sparse_caliper
@@ -230,40 +228,10 @@ def test_k_above_what_the_summary_holds_reads_the_rows(two_batches):
         imbalance(lake, metric="time", k=RANK_SUMMARY_TOP + 1, source="summary")
 
 
-def _as_version_3(root) -> None:
-    """A lake as perflake of schema 3 wrote it: the same nodes, edges, metrics and runs files (this change
-    does not touch them), no rank_summary/, marker version 3."""
-    for part in (root / RANK_SUMMARY).glob("*"):
-        part.unlink()
-    (root / RANK_SUMMARY).rmdir()
-    info = json.loads((root / MARKER).read_text())
-    info["schema_version"] = 3
-    (root / MARKER).write_text(json.dumps(info))
-
-
-def test_a_version_3_lake_gets_its_summary(tmp_path):
-    src = write_tau_runs(tmp_path / "a", nodes=30, ranks=4, threads=2, runs=2, seed=1)
-    lake = Lake(tmp_path / "lake")
-    lake.ingest(src)
-    lake.ingest(sparse_caliper(tmp_path / "b", nodes=30, ranks=6, runs=2, seed=2, drop=0.4, levels=True))
-    written = {p.name: pq.read_table(p) for p in (tmp_path / "lake" / RANK_SUMMARY).glob("*.parquet")}
-    before = imbalance(lake, metric=["time", "time (inc)"])
-    values = ensemble(lake, metric="time", group_by="format")
-    _as_version_3(tmp_path / "lake")
-    lake = Lake(tmp_path / "lake")
-    assert lake.catalog().migrated == ["0003-rank-summary"]
-    rebuilt = {p.name: pq.read_table(p) for p in (tmp_path / "lake" / RANK_SUMMARY).glob("*.parquet")}
-    assert rebuilt.keys() == written.keys() and all(rebuilt[n].equals(written[n]) for n in written)
-    assert not list((tmp_path / "lake" / RANK_SUMMARY).glob(".*"))  # no temporary file left
-    pd.testing.assert_frame_equal(imbalance(lake, metric=["time", "time (inc)"]), before, check_exact=True)
-    pd.testing.assert_frame_equal(ensemble(lake, metric="time", group_by="format"), values, check_exact=True)
-    assert Lake(tmp_path / "lake").catalog().migrated == []
-    assert not lake.ingest(src).ingested  # and it works on
-
-
 def test_a_batch_without_summary_falls_back_to_the_rows(two_batches, tmp_path):
-    """A batch that a perflake of schema 3 committed after the lake was migrated has no rank_summary file:
-    imbalance and ensembles read the metrics rows (same results), the view shows the other batches."""
+    """A batch with no rank_summary rows (deleted here by a Delta commit; a schema-3 perflake's batch before
+    schema 5 was such a batch): imbalance and ensembles read the metrics rows (same results), the view shows the
+    other batches."""
     import shutil
 
     root, lake = two_batches
@@ -272,18 +240,19 @@ def test_a_batch_without_summary_falls_back_to_the_rows(two_batches, tmp_path):
     lake = Lake(copy)
     want_imb = imbalance(lake, metric="time")
     want_ens = ensemble(lake, metric="time", group_by="format")
-    first = sorted((copy / RANK_SUMMARY).glob("*.parquet"))[0]
-    first.unlink()
+    runs = lake.runs()
+    lake.catalog().tables.delete_batch(RANK_SUMMARY, runs.loc[runs["format"] == "tau", "batch"].iloc[0])
+    lake = Lake(copy)
     assert len(lake.sql("select distinct run_id from rank_summary")) == 2  # the Caliper batch's runs
     pd.testing.assert_frame_equal(imbalance(lake, metric="time"), want_imb, check_exact=False, rtol=1e-12)
     pd.testing.assert_frame_equal(ensemble(lake, metric="time", group_by="format"), want_ens, check_exact=True)
-    with pytest.raises(ValueError, match="no rank_summary file"):
+    with pytest.raises(ValueError, match="no rank_summary rows"):
         imbalance(lake, metric="time", source="summary")
 
 
 def test_a_batch_subset_keeps_its_summary(two_batches, tmp_path):
-    """When another ingest committed some runs of a batch first, the batch is rewritten without them: its
-    rank_summary file too (catalogs/catalog.py subset_batch)."""
+    """When another ingest committed some runs of a batch first, the batch is appended again without them: its
+    rank_summary rows too (catalogs/catalog.py subset_batch)."""
     import shutil
 
     root, _ = two_batches
@@ -292,7 +261,7 @@ def test_a_batch_subset_keeps_its_summary(two_batches, tmp_path):
     batch = cat.batches()[0]
     keep = sorted(cat.runs([batch]).column("run_id").to_pylist())[:1]
     cat.subset_batch(batch, "subset", keep)
-    summary = pq.read_table(cat.path(RANK_SUMMARY, "subset"))
+    summary = cat.batch_rows(RANK_SUMMARY, "subset")
     assert set(summary.column("run_id").to_pylist()) == set(keep) and summary.num_rows > 0
 
 

@@ -63,7 +63,7 @@ def use_summary(cat, batches, *, source: str, k: int) -> bool:
     have = summarized(cat, batches)
     if source == "summary" and not (fits and have):
         why = (f"k={k} is above the {RANK_SUMMARY_TOP} top ranks it holds" if not fits else
-               "a selected batch has no rank_summary file (run `perflake migrate`, or use source='rows')")
+               "a selected batch has no rank_summary rows (run `perflake migrate`, or use source='rows')")
         raise ValueError(f"source='summary': {why}")
     return fits and have
 
