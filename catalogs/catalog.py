@@ -135,9 +135,9 @@ class Catalog:
 
     # -- writing -------------------------------------------------------------------------------------------
     def write_table(self, table_name: str, batch: str, table: pa.Table) -> None:
-        """Append the rows of ``batch`` to a data table (invisible until the batch's runs rows commit); no rows,
-        no commit."""
-        if table.num_rows:
+        """Append the rows of ``batch`` to a data table (invisible until the batch's runs rows commit).  No rows:
+        no file, and no commit unless the table gains a column (a declared metric no location measured)."""
+        if table.num_rows or set(table.schema.names) - set(self.tables.schema(table_name).names):
             self.tables.append(table_name, conform(table_name, table, batch))
 
     @contextlib.contextmanager
@@ -247,14 +247,16 @@ class Catalog:
         """Committed batches, oldest first."""
         return sorted(set(self.runs(columns=["batch"]).column("batch").to_pylist()))
 
-    def files(self, table: str, batches) -> list[str]:
+    def files(self, table: str, batches, *, placeholder: bool = True) -> list[str]:
         """The live data files of ``table`` that hold rows of ``batches`` (as DuckDB paths): a batch's own files,
         and compacted files whose batch range includes one of them.  A compacted file may hold other committed
         runs too: every reader filters on the run ids it wants.  The file list is read once per version of the
-        pinned runs table (a file a compaction replaced meanwhile stays readable until a vacuum)."""
+        pinned runs table (a file a compaction replaced meanwhile stays readable until a vacuum).  When no file
+        holds them (runs without a metric value have no metrics rows), ``placeholder``: one empty file of the
+        table's schema in a local temporary folder, so that a query over the list reads no row (else [])."""
         wanted = sorted(set(batches))
         if not wanted:
-            return []
+            return [self._placeholder(table)] if placeholder else []
         paths, los, his = self._live(table)
         out = []
         for path, lo, hi in zip(paths, los, his):
@@ -263,7 +265,26 @@ class Catalog:
             i = bisect.bisect_left(wanted, lo)
             if i < len(wanted) and wanted[i] <= hi:
                 out.append(path)
+        if not out and placeholder:
+            return [self._placeholder(table)]
         return sorted(out)
+
+    def _placeholder(self, table: str) -> str:
+        import hashlib
+        import tempfile
+
+        import pyarrow.parquet as pq
+
+        schema = self.tables.schema(table)
+        digest = hashlib.sha256(schema.to_string().encode()).hexdigest()[:16]
+        folder = os.path.join(tempfile.gettempdir(), f"perflake-empty-{os.getuid()}")
+        path = os.path.join(folder, f"{table}-{digest}.parquet")
+        if not os.path.exists(path):
+            os.makedirs(folder, exist_ok=True)
+            tmp = f"{path}.{secrets.token_hex(4)}.tmp"
+            pq.write_table(schema.empty_table(), tmp)
+            os.replace(tmp, path)
+        return path
 
     def _live(self, table: str) -> tuple[list, list, list]:
         self.snapshot()

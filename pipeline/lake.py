@@ -99,7 +99,7 @@ class Lake:
         runs = cat.runs()
         con.register("runs", runs)
         batches = runs.column("batch").to_pylist()
-        files = {table: cat.files(table, batches) for table in DATA_TABLES}
+        files = {table: cat.files(table, batches, placeholder=False) for table in DATA_TABLES}
         con.execute("set variable perflake_exact = $exact", {"exact": cat.exact()}).fetchall()
         for table in DATA_TABLES:
             if files[table]:

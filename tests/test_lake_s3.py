@@ -6,7 +6,8 @@ perflake talks HTTP to it through s3fs exactly as to AWS; nothing inside perflak
 commands run as subprocesses.  Without the ``s3`` extra (s3fs) these tests skip and say so; ``make test`` installs
 it.  The tests that need no server (s3fs missing, the local path importing no S3 code) always run.
 
-Only one writer at a time on S3 (no commit lock there until issue 17 item 1): every test here writes sequentially.
+Several writers at once on S3 are tested in tests/test_lake_concurrent_writers.py (the tables are Delta Lake tables:
+a commit is a conditional PUT, which moto honours).
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ def test_an_s3_lake_answers_as_the_same_local_lake(s3, profiles, tmp_path):
     assert one_line(outside).startswith("perflake: SQL error: Permission Error: Cannot access file")
     keys = s3.objects("team/lake/")
     tables = {k.split("/")[2] for k in keys}
-    assert tables == {"perflake.json", "runs", "nodes", "edges", "metrics", "rank_summary", "ingest_log"}
+    assert tables == {"perflake.json", "README.md", "runs", "nodes", "edges", "metrics", "rank_summary", "ingest_log"}
     assert not [k for k in keys if k.endswith(".tmp") or k.endswith(".commit.lock")]
 
 
@@ -227,10 +228,13 @@ def test_bad_input_leaves_the_s3_lake_as_it_was(s3, profiles, tmp_path):
     assert proc.stderr.startswith(f"perflake: {victim}: truncated")
     after = s3.objects()
     new = sorted(set(after) - set(before))
-    # everything that was there is byte for byte the same; the one new object is the failure's ingest log row
+    # everything that was there is byte for byte the same; the new objects are the ingest log's commit of the
+    # failure's row (its Delta log entry and its Parquet file)
     assert {k: after[k] for k in before} == before
-    assert len(new) == 1 and new[0].startswith("lake/ingest_log/part-") and new[0].endswith(".parquet")
-    log = pq.read_table(io.BytesIO(after[new[0]])).to_pylist()
+    assert all(k.startswith("lake/ingest_log/") for k in new) and len(new) == 2
+    part = [k for k in new if k.endswith(".parquet")]
+    assert len(part) == 1 and [k for k in new if k.startswith("lake/ingest_log/_delta_log/")]
+    log = pq.read_table(io.BytesIO(after[part[0]])).to_pylist()
     assert [(r["source"], r["status"]) for r in log] == [(str(bad), "failed")]
     assert cli("runs", "--lake", lake, "--format", "csv").stdout == listed
 

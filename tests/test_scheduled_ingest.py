@@ -28,7 +28,8 @@ def cli(*args, timeout=120):
 
 
 def log_rows(lake: Lake):
-    return lake.sql("select source, status, reason, run_id, content_sha256, format, perflake_version, duration_s "
+    return lake.sql("select source, status, reason, run_id, content_sha256, format, perflake_version, duration_s, "
+                    "invocation "
                     "from ingest_log order by attempted_at, source")
 
 
@@ -56,20 +57,22 @@ def test_every_attempt_is_logged_once_per_invocation(runs, tmp_path, lake):
     failed = df[df.status == "failed"].iloc[0]
     assert failed["source"] == str(bad) and "truncated" in failed["reason"] and len(failed["content_sha256"]) == 64
     assert (df["format"] == "tau").all() and (df["perflake_version"] == "0.1.0").all() and (df["duration_s"] > 0).all()
-    assert len(lake.catalog().log_parts()) == 1 and report.log_file == lake.catalog().log_parts()[0]
-    again = lake.ingest([*runs, bad])  # nothing changed: nothing read, nothing logged, no new file
+    assert report.log_file == f"{lake.root}/ingest_log@{report.invocation}" and set(df["invocation"]) == {
+        report.invocation}
+    version = lake.catalog().tables.table("ingest_log").version()
+    again = lake.ingest([*runs, bad])  # nothing changed: nothing read, nothing logged, no new commit
     assert again.ingested == [] and again.unchanged == 3 and len(again.skipped) == 3 and not again.failed
     assert again.skipped_failed == [(str(bad), failed["reason"])] and again.log_file is None
-    assert len(lake.catalog().log_parts()) == 1
+    assert lake.catalog().tables.table("ingest_log").version() == version
 
 
 def test_log_files_are_compacted(runs, lake, monkeypatch):
-    import perflake.ingest.log as ingest_log
+    from perflake.catalogs import compaction
 
-    monkeypatch.setattr(ingest_log, "COMPACT_PARTS", 2)
+    monkeypatch.setattr(compaction, "AUTO_FILES", 2)
     for run in runs:
         lake.ingest([run])
-    parts = lake.catalog().log_parts()
+    parts = lake.catalog().tables.table("ingest_log").file_uris()
     assert len(parts) == 1  # three invocations, merged into one file when the third made it three
     assert sorted(log_rows(lake)["source"]) == sorted(str(r) for r in runs)
 
@@ -190,7 +193,7 @@ def test_cli_json_summary_and_exit_codes(runs, tmp_path):
                            "ignored": 0, "settling": 0, "unrecognised": 0}
     assert len(s["ingested"]) == 3 and {f["run_id"] for f in s["ingested_files"]} == set(s["ingested"])
     assert s["failed"][0]["path"] == str(bad) and "truncated" in s["failed"][0]["reason"]
-    assert s["duration_s"] > 0 and s["log_file"].startswith(str(lake / "ingest_log"))
+    assert s["duration_s"] > 0 and s["log_file"] == f"{lake}/ingest_log@{s['invocation']}"
     again = cli("ingest", tmp_path / "gen", bad, "--lake", lake, "--json")
     assert again.returncode == 0, again.stderr  # nothing new, and the failed input did not change
     s = json.loads(again.stdout)
@@ -251,8 +254,8 @@ def test_lock_timeout_exits_2_and_writes_nothing(runs, tmp_path):
             lake.ingest([runs[2]], lock_timeout=0.2)
     assert proc.returncode == 2 and "commit lock" in proc.stderr and "Traceback" not in proc.stderr
     assert len(lake.runs()) == 1
-    assert sorted(p.name for p in (tmp_path / "lake" / "metrics").iterdir()) == [
-        f"part-{lake.runs().loc[0, 'batch']}.parquet"]  # the data files written meanwhile were removed
+    stored = lake.catalog().tables.read("metrics", columns=["batch"]).column("batch").unique().to_pylist()
+    assert stored == [lake.runs().loc[0, "batch"]]  # the rows written meanwhile were deleted again
     assert len(lake.ingest(runs).ingested) == 2  # and nothing stands in the way of the next run
 
 

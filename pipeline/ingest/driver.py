@@ -302,7 +302,8 @@ def _finish(catalog: Catalog, report: IngestReport, t0: float, *, failing: bool)
             report.skipped_failed.append((o.source, o.reason))
     report.duration_s = time.perf_counter() - t0
     try:
-        report.log_file = write(catalog, report.invocation, report.outcomes)
+        if write(catalog, report.invocation, report.outcomes) is not None:  # one commit to the ingest_log table
+            report.log_file = f"{catalog.url.rstrip('/')}/ingest_log@{report.invocation}"
     except Exception:
         if not failing:
             raise
