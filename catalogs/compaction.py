@@ -85,7 +85,7 @@ def _log_files(cat) -> pa.Table:
 def compact_table(cat, table: str, *, target: int = TARGET_BYTES, committed: set[str] | None = None) -> Compacted:
     """Merge the small files of one table (see the module); returns what it did."""
     from deltalake import write_deltalake
-    from deltalake.exceptions import CommitFailedError
+    from deltalake.exceptions import CommitFailedError, SchemaMismatchError
 
     before = cat.tables.table(table).file_uris()
     keys, files, _nbytes = _plan(cat, table, target, committed if table != INGEST_LOG else None)
@@ -97,12 +97,11 @@ def compact_table(cat, table: str, *, target: int = TARGET_BYTES, committed: set
     data = to_schema(data, cat.tables.schema(table))
     data = data.sort_by([(c, "ascending") for c in SORT[table] if c in data.schema.names])
     predicate = f"{key} IN (" + ", ".join(f"'{_safe(k)}'" for k in keys) + ")"
-    try:
+    try:  # (no schema merge: a metadata change would fail every concurrent writer's commit once)
         write_deltalake(cat.tables.table(table), data, mode="overwrite", predicate=predicate,
-                        schema_mode="merge", writer_properties=writer_properties(data.schema),
-                        target_file_size=target)
-    except CommitFailedError:  # another compaction (or a conflicting commit) came first: nothing changed
-        return Compacted(table, len(before), len(before), 0)
+                        writer_properties=writer_properties(data.schema), target_file_size=target)
+    except (CommitFailedError, SchemaMismatchError):  # another compaction, a conflicting commit, or a new metric
+        return Compacted(table, len(before), len(before), 0)  # column since the read: nothing changed, next time
     after = cat.tables.table(table).file_uris()
     return Compacted(table, len(before), len(after), len(files))
 
