@@ -125,7 +125,7 @@ def check(root: pathlib.Path, base: str, cand: str, result, runs: int) -> dict:
     from perflake import Lake
 
     lake = Lake(root)
-    files = [str(p) for p in sorted((root / "metrics").glob("part-*.parquet"))]
+    files = lake.catalog().files("metrics", lake.catalog().batches())  # the committed batches' live files
     con = duckdb.connect()
     con.register("runs_t", lake.sql("select run_id, metadata from runs"))
     per_run = con.execute(f"""

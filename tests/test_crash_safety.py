@@ -56,7 +56,10 @@ def _check_consistent(lake_dir: Path, reference: dict) -> int:
     return len(counts)
 
 
-def test_sigkill_at_random_moments_never_leaves_a_partial_run(tmp_path):
+@pytest.mark.parametrize("window", [(0.3, 1.0), (0.8, 1.05)], ids=["whole-ingest", "writes-and-commit"])
+def test_sigkill_at_random_moments_never_leaves_a_partial_run(tmp_path, window):
+    """SIGKILL at uniform moments of a CLI ingest: over its whole life, and (``writes-and-commit``) over its last
+    fifth, where the batch's rows are appended to the Delta tables and the runs row is committed."""
     src = tmp_path / "src"
     write_tau_runs(src, nodes=30, ranks=2, runs=RUNS, seed=5)
     reference = tmp_path / "reference"
@@ -74,7 +77,7 @@ def test_sigkill_at_random_moments_never_leaves_a_partial_run(tmp_path):
         lake_dir = tmp_path / f"lake-{i}"
         started = time.monotonic()
         proc = _cli(src, lake_dir)
-        time.sleep(rng.uniform(0.3, 1.0) * full)  # start-up is a third of it; the rest reads, writes, commits
+        time.sleep(rng.uniform(*window) * full)  # start-up is a third of it; the rest reads, writes, commits
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             outcomes["killed"] += 1

@@ -207,3 +207,17 @@ def test_the_lake_describes_itself(mixed):
     for name in TABLES:
         assert f"### `{name}`" in text
     assert "Delta Lake" in text and "semi join" in text and str(mixed) in text
+
+
+def test_a_lake_deleted_and_created_again_in_one_process(tmp_path):
+    """Table handles and file lists are shared within a process (catalogs/delta.py): a lake removed and created
+    again at the same path (a benchmark's repetitions, a notebook) is read afresh, not from the old handles."""
+    root = tmp_path / "lake"
+    first = sparse_caliper(tmp_path / "a", nodes=8, ranks=2, runs=2, seed=1, drop=0.0, levels=False)
+    second = sparse_caliper(tmp_path / "b", nodes=9, ranks=2, runs=3, seed=2, drop=0.0, levels=False)
+    for paths in (first, second, first):
+        shutil.rmtree(root, ignore_errors=True)
+        lake = Lake(root)
+        assert len(lake.ingest(paths).ingested) == len(paths)
+        assert len(Lake(root).runs()) == len(paths)
+        assert set(Lake(root).sql("select distinct run_id from metrics")["run_id"]) == set(Lake(root).runs()["run_id"])

@@ -5,5 +5,5 @@
 -- input: Parquet files of the edges Delta table (catalogs/schema.py stored_schema)
 -- output: table macro lake_edges(f): the edges columns of catalogs/schema.py, union_by_name over the files
 create or replace macro lake_edges(f) as table
-select * exclude (batch) replace (parent_id::ubigint as parent_id, child_id::ubigint as child_id)
-from read_parquet(f, union_by_name = true)
+    select * exclude (batch) replace (parent_id::ubigint as parent_id, child_id::ubigint as child_id)
+    from read_parquet(f, union_by_name = true)

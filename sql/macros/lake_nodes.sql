@@ -5,5 +5,5 @@
 -- input: Parquet files of the nodes Delta table (catalogs/schema.py stored_schema)
 -- output: table macro lake_nodes(f): the nodes columns of catalogs/schema.py, union_by_name over the files
 create or replace macro lake_nodes(f) as table
-select * exclude (batch) replace (node_id::ubigint as node_id, parent_id::ubigint as parent_id)
-from read_parquet(f, union_by_name = true)
+    select * exclude (batch) replace (node_id::ubigint as node_id, parent_id::ubigint as parent_id)
+    from read_parquet(f, union_by_name = true)
