@@ -85,9 +85,14 @@ class DeltaTables:
     # -- tables -----------------------------------------------------------------------------------------
     def create(self, name: str, schema: pa.Schema) -> None:
         from deltalake import DeltaTable
+        from deltalake.exceptions import CommitFailedError
 
-        DeltaTable.create(self.table_uri(name), schema, mode="ignore", storage_options=self.options,
-                          configuration={"delta.checkpointInterval": CHECKPOINT_INTERVAL})
+        try:
+            DeltaTable.create(self.table_uri(name), schema, mode="ignore", storage_options=self.options,
+                              configuration={"delta.checkpointInterval": CHECKPOINT_INTERVAL})
+        except CommitFailedError:  # another process created it meanwhile (several ingests starting a new lake)
+            if not self.exists(name):
+                raise
 
     def exists(self, name: str) -> bool:
         from deltalake import DeltaTable
