@@ -120,6 +120,13 @@ class Catalog:
 
     def _check_marker(self, marker: str) -> None:
         """An older lake is migrated (named, recorded migrations: catalogs/migrations.py); a newer one refused."""
+        try:  # the common case, without loading the migrations
+            info = json.loads(self.fs.cat_file(marker))
+            if isinstance(info, dict) and info.get("format") == "perflake-lake" and \
+                    info.get("schema_version") == SCHEMA_VERSION:
+                return
+        except (ValueError, OSError):
+            pass  # migrations.check says what is wrong
         from perflake.catalogs import migrations
 
         self.migrated = migrations.check(self)
