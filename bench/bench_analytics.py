@@ -1319,7 +1319,7 @@ def bench_imbalance_runs(ctx: Ctx):
               f"{min(rows['info']['times']) / best:,.1f}x slower |",
               f"| CLI cold ingest `perflake ingest DIR --lake L --quiet` (summary included) | {C.fmt_s(cli['wall_s'])} "
               f"(peak RSS {C.mib(cli['rss_kib'])}) | |",
-              f"| summarising every batch again (`perflake.ingest.summarize.summarize` of each batch's rows, in-process) | "
+              f"| summarising every batch again (`summarize` of each batch, in-process) | "
               f"{C.fmt_s(summ_s)} (CPU {C.fmt_s(summ_cpu)}) | |",
               f"| lake bytes: all / metrics / rank_summary | {C.fmt_bytes(lake_bytes)} / "
               f"{C.fmt_bytes(sizes['metrics'])} / {C.fmt_bytes(sizes['rank_summary'])} "
