@@ -335,7 +335,14 @@ class Catalog:
 
     # -- the ingest log (perflake.ingest.log) -----------------------------------------------------------------
     def read_log(self, columns: list[str] | None = None) -> pa.Table:
-        return self.tables.read(INGEST_LOG, columns=columns)
+        """The ingest log's rows at its latest version (its files read by Arrow directly)."""
+        from perflake.catalogs.schema import INGEST_LOG_SCHEMA
+
+        files = self.tables.table(INGEST_LOG).file_uris()
+        schema = INGEST_LOG_SCHEMA if columns is None else pa.schema([INGEST_LOG_SCHEMA.field(c) for c in columns])
+        if not files:
+            return pa.Table.from_batches([], schema=schema)
+        return self.tables.read_files(files, columns).cast(schema)
 
     def log_files(self) -> list[str]:
         return sorted(self.duck_path(p) for p in self.tables.live_files(INGEST_LOG).column("path").to_pylist())

@@ -18,7 +18,7 @@ import pytest
 
 from perflake import Lake
 from perflake.generators.caliper import write_caliper_json_runs
-from test_lake_s3 import Bucket, need_s3_extra
+from test_lake_s3 import bucket_on, need_s3_extra
 
 WRITERS, INPUTS, CHUNK = 4, 200, 25
 
@@ -49,22 +49,7 @@ def s3_process():
 @pytest.fixture
 def s3(s3_process, monkeypatch, tmp_path):
     """A bucket, and the environment (this process's and so the writers') pointing at the server only."""
-    import uuid
-
-    import s3fs
-
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "PERFLAKE_LAKE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "perflake-test")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "perflake-test-secret")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_process)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    s3fs.S3FileSystem.clear_instance_cache()
-    yield Bucket(s3_process, f"perflake-{uuid.uuid4().hex[:12]}")
-    s3fs.S3FileSystem.clear_instance_cache()
+    yield from bucket_on(s3_process, monkeypatch, tmp_path)
 
 
 def _writer(lake: str, chunks: list[list[str]]) -> list[subprocess.CompletedProcess]:
