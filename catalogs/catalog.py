@@ -29,6 +29,7 @@ from perflake.catalogs import remote
 from perflake.catalogs.delta import DeltaTables
 from perflake.catalogs.schema import (
     DATA_TABLES,
+    DESCRIPTION,
     ID_COLUMNS,
     INGEST_LOG,
     MARKER,
@@ -97,8 +98,11 @@ class Catalog:
 
     def _create(self, marker: str) -> None:
         try:
-            if self.fs.exists(self.root) and self.fs.ls(self.root) and not self.fs.exists(f"{self.root}/{RUNS}"):
-                raise LakeError(f"{self.url}: exists and is not empty, but is not a perflake lake")
+            if self.fs.exists(self.root):  # empty, or a lake another ingest (or a killed one) is creating: go on
+                known = {*TABLES, MARKER, DESCRIPTION, ".commit.lock"}
+                names = [n.rstrip("/").rsplit("/", 1)[-1] for n in self.fs.ls(self.root, detail=False)]
+                if [n for n in names if n not in known and not (n.startswith(".") and n.endswith(".tmp"))]:
+                    raise LakeError(f"{self.url}: exists and is not empty, but is not a perflake lake")
             self.fs.makedirs(self.root, exist_ok=True)
             self.create_tables()
             info = {"format": "perflake-lake", "schema_version": SCHEMA_VERSION, "table_format": "delta",

@@ -221,3 +221,22 @@ def test_a_lake_deleted_and_created_again_in_one_process(tmp_path):
         assert len(lake.ingest(paths).ingested) == len(paths)
         assert len(Lake(root).runs()) == len(paths)
         assert set(Lake(root).sql("select distinct run_id from metrics")["run_id"]) == set(Lake(root).runs()["run_id"])
+
+
+def test_a_lake_half_created_is_finished_and_a_foreign_folder_refused(tmp_path):
+    """Several ingests create one new lake at once, or one was killed while creating it: a folder holding only
+    lake tables (no marker yet) is finished by the next ingest; a folder with anything else is refused."""
+    from perflake.catalogs.delta import DeltaTables
+    from perflake.catalogs.schema import stored_schema
+    from perflake.errors import LakeError
+
+    half = tmp_path / "half"
+    DeltaTables(str(half)).create("metrics", stored_schema("metrics"))  # killed after one table
+    paths = sparse_caliper(tmp_path / "in", nodes=6, ranks=2, runs=2, seed=3, drop=0.0, levels=False)
+    assert len(Lake(half).ingest(paths).ingested) == 2 and (half / "perflake.json").is_file()
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(LakeError, match="not empty, but is not a perflake lake"):
+        Lake(foreign).ingest(paths)
+    assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
