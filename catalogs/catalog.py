@@ -56,10 +56,6 @@ def conform(table_name: str, table: pa.Table, batch: str) -> pa.Table:
     i = table.schema.get_field_index("run_id")
     if table.schema.field(i).type != pa.string():
         table = table.set_column(i, pa.field("run_id", pa.string()), table.column(i).cast(pa.string()))
-    if "batch" in table.schema.names:
-        table = table.drop_columns(["batch"])
-    if "mean" in table.schema.names and table_name == "rank_summary":
-        table = table.drop_columns(["mean"])  # the view computes it
     return table.add_column(1, pa.field("batch", pa.string()), pa.repeat(pa.scalar(batch, pa.string()),
                                                                          table.num_rows))
 
@@ -196,9 +192,7 @@ class Catalog:
     def has_batch(self, batch: str) -> bool:
         """Whether the batch's rows are still there (a ``perflake vacuum`` with a short ``--older-than`` may
         have deleted an uncommitted batch): every run has nodes, so its nodes rows tell."""
-        files = self.tables.live_files("nodes")
-        mins, maxs = files.column("min_batch").to_pylist(), files.column("max_batch").to_pylist()
-        return any(lo is not None and lo <= batch <= hi for lo, hi in zip(mins, maxs))
+        return bool(self.tables.files_of("nodes", batch))
 
     def subset_batch(self, batch: str, new_batch: str, run_ids: list[str]) -> None:
         """Append the rows of ``run_ids`` from ``batch`` again as ``new_batch``: used when another ingest
@@ -212,12 +206,10 @@ class Catalog:
             self.tables.append(name, data.set_column(1, "batch", pa.repeat(pa.scalar(new_batch), data.num_rows)))
 
     def batch_rows(self, name: str, batch: str) -> pa.Table:
-        files = self.tables.live_files(name)
-        pick = [p for p, lo, hi in zip(*(files.column(c).to_pylist() for c in ("path", "min_batch", "max_batch")))
-                if lo is not None and lo <= batch <= hi]
-        data = self.tables.read_files(pick)
+        """The rows of ``batch`` in a table's latest version, as stored."""
         import pyarrow.compute as pc
 
+        data = self.tables.read_files(self.tables.files_of(name, batch))
         return data.filter(pc.equal(data.column("batch"), batch)) if data.num_rows else data
 
     def discard(self, batch: str) -> None:

@@ -23,12 +23,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from perflake.catalogs.delta import _safe, to_schema, writer_properties
-from perflake.catalogs.schema import DATA_TABLES, INGEST_LOG, RUNS, TABLES
+from perflake.catalogs.schema import INGEST_LOG, KEY_COLUMN, RUNS, TABLES
 
 TARGET_BYTES = 128 << 20  # a file this big is left alone
 AUTO_FILES = int(os.environ.get("PERFLAKE_COMPACT_FILES", "64"))  # small files of a table that trigger compaction
 MAX_REWRITE_BYTES = 1 << 30  # at most this many input bytes per replace commit (more: several commits)
-KEY = {RUNS: "batch", INGEST_LOG: "invocation", **{t: "batch" for t in DATA_TABLES}}
 SORT = {"nodes": ["run_id", "node_id"], "edges": ["run_id", "parent_id", "child_id"],
         "metrics": ["run_id", "node_id", "rank", "thread"], "rank_summary": ["metric", "run_id", "node_id"],
         RUNS: ["batch", "run_id"], INGEST_LOG: ["attempted_at", "source"]}
@@ -44,7 +43,7 @@ class Compacted:
 
 def _plan(cat, table: str, target: int, committed: set[str] | None) -> tuple[list[str], list[str], int]:
     """(keys to rewrite, files they cover, their bytes): the keys whose every covering file is small."""
-    files = cat.tables.live_files(table) if table != INGEST_LOG else _log_files(cat)
+    files = cat.tables.live_files(table)
     paths, sizes = files.column("path").to_pylist(), files.column("size").to_pylist()
     los, his = files.column("min_batch").to_pylist(), files.column("max_batch").to_pylist()
     small = [i for i, s in enumerate(sizes) if s < target and los[i] is not None]
@@ -68,20 +67,6 @@ def _plan(cat, table: str, target: int, committed: set[str] | None) -> tuple[lis
     return chosen, [paths[i] for i in sorted(covered)], nbytes
 
 
-def _log_files(cat) -> pa.Table:
-    """The ingest log's files with their invocation ranges (its key column)."""
-    acts = pa.table(cat.tables.table(INGEST_LOG).get_add_actions(flatten=True))
-    base = cat.tables.table_uri(INGEST_LOG)
-    import urllib.parse
-
-    has = "min.invocation" in acts.column_names
-    none = pa.nulls(acts.num_rows, pa.string())
-    return pa.table({"path": [f"{base}/{urllib.parse.unquote(p)}" for p in acts.column("path").to_pylist()],
-                     "size": acts.column("size_bytes"),
-                     "min_batch": acts.column("min.invocation") if has else none,
-                     "max_batch": acts.column("max.invocation") if has else none})
-
-
 def compact_table(cat, table: str, *, target: int = TARGET_BYTES, committed: set[str] | None = None) -> Compacted:
     """Merge the small files of one table (see the module); returns what it did."""
     from deltalake import write_deltalake
@@ -91,7 +76,7 @@ def compact_table(cat, table: str, *, target: int = TARGET_BYTES, committed: set
     keys, files, _nbytes = _plan(cat, table, target, committed if table != INGEST_LOG else None)
     if not keys:
         return Compacted(table, len(before), len(before), 0)
-    key = KEY[table]
+    key = KEY_COLUMN[table]
     data = cat.tables.read_files(files)
     data = data.filter(pc.is_in(data.column(key), value_set=pa.array(keys, data.schema.field(key).type)))
     data = to_schema(data, cat.tables.schema(table))

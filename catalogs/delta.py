@@ -28,6 +28,7 @@ import urllib.parse
 
 import pyarrow as pa
 
+from perflake.catalogs.schema import KEY_COLUMN
 from perflake.errors import LakeError
 
 _HANDLES = threading.local()  # open DeltaTable handles of this thread: (table uri, options) -> DeltaTable
@@ -73,6 +74,7 @@ class DeltaTables:
         self._open: dict[str, object] = {}
         self._runs_files: set[str] = set()
         self._present: dict[str, str] = {}
+        self._fs = None  # pyarrow's filesystem of an object store (_arrow_fs)
         self.retries = 0
 
     def __getstate__(self) -> dict:
@@ -207,10 +209,11 @@ class DeltaTables:
                         f"after {APPEND_ATTEMPTS} attempts")
 
     # -- reading ----------------------------------------------------------------------------------------
-    def live_files(self, name: str, table=None) -> pa.Table:
-        """The table's live data files: ``path`` (absolute, as delta-rs and fsspec address it), ``size``,
-        ``rows``, ``min_batch``, ``max_batch`` (from the files' statistics; null in a table without ``batch``)."""
-        t = table if table is not None else self.table(name)
+    def live_files(self, name: str) -> pa.Table:
+        """The table's live data files at its latest version: ``path`` (absolute, as delta-rs and fsspec address
+        it), ``size``, ``min_batch``, ``max_batch``: the range of the table's key column in the file (``batch``;
+        ``invocation`` in the ingest log), from the files' statistics."""
+        t = self.table(name)
         ident = _identity(self.table_uri(name))
         key = (self.table_uri(name), t.version(), ident)
         with _LOCK:
@@ -220,17 +223,23 @@ class DeltaTables:
         acts = pa.table(t.get_add_actions(flatten=True))
         base = self.table_uri(name)
         paths = [f"{base}/{urllib.parse.unquote(p)}" for p in acts.column("path").to_pylist()]
-        has = "min.batch" in acts.column_names
+        col = KEY_COLUMN[name]
+        has = f"min.{col}" in acts.column_names
         none = pa.nulls(acts.num_rows, pa.string())
         out = pa.table({"path": pa.array(paths, pa.string()), "size": acts.column("size_bytes"),
-                        "rows": acts.column("num_records"),
-                        "min_batch": acts.column("min.batch") if has else none,
-                        "max_batch": acts.column("max.batch") if has else none})
+                        "min_batch": acts.column(f"min.{col}") if has else none,
+                        "max_batch": acts.column(f"max.{col}") if has else none})
         with _LOCK:
             if len(_LIVE) > 256:
                 _LIVE.clear()
             _LIVE[key] = out
         return out
+
+    def files_of(self, name: str, batch: str) -> list[str]:
+        """The live files of a table whose batch range holds ``batch`` (its own, or compacted ones)."""
+        files = self.live_files(name)
+        return [p for p, lo, hi in zip(*(files.column(c).to_pylist() for c in ("path", "min_batch", "max_batch")))
+                if lo is not None and lo <= batch <= hi]
 
     def read_files(self, paths: list[str], columns: list[str] | None = None) -> pa.Table:
         """Parquet files of the lake read by Arrow (local paths natively; object stores through pyarrow's
@@ -246,17 +255,17 @@ class DeltaTables:
     def _arrow_fs(self):
         if "://" not in self.uri or self.uri.startswith("file://"):
             return None, lambda p: p.removeprefix("file://")
-        import pyarrow.fs as pafs
+        if self._fs is None:  # built once: each read of the runs table or the log would build it again
+            import pyarrow.fs as pafs
 
-        fs, _ = pafs.FileSystem.from_uri(self.uri) if not self.options else (_s3(self.options), None)
-        return fs, lambda p: p.split("://", 1)[1]
+            self._fs = pafs.FileSystem.from_uri(self.uri)[0] if not self.options else _s3(self.options)
+        return self._fs, lambda p: p.split("://", 1)[1]
 
     def schema(self, name: str) -> pa.Schema:
         return pa.schema(self.table(name).schema())
 
-    def read(self, name: str, as_of=None, columns: list[str] | None = None, table=None) -> pa.Table:
-        t = table if table is not None else self.at(name, as_of)
-        return pa.table(t.to_pyarrow_table(columns=columns))
+    def read(self, name: str, as_of=None, columns: list[str] | None = None) -> pa.Table:
+        return pa.table(self.at(name, as_of).to_pyarrow_table(columns=columns))
 
 
 def to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -14,6 +14,9 @@ DATA_TABLES = ("nodes", "edges", "metrics", RANK_SUMMARY)
 RUNS = "runs"
 INGEST_LOG = "ingest_log"  # one row per input an ingest attempted (perflake.ingest.log)
 TABLES = (RUNS, *DATA_TABLES, INGEST_LOG)  # every table is a Delta Lake table in <root>/<name>/ (catalogs/delta.py)
+# the column whose range in a file says which commits the file holds (readers pick files by it; compaction merges
+# whole keys): the ingest batch, or the ingest invocation in the log
+KEY_COLUMN = {RUNS: "batch", INGEST_LOG: "invocation", **{t: "batch" for t in DATA_TABLES}}
 INGEST_STATUSES = ("ingested", "skipped", "failed")
 
 # The data tables, as the views of ``Lake.connect()`` show them (an empty lake registers empty tables of these
