@@ -226,9 +226,15 @@ class Catalog:
         when ``latest`` (a commit since is then read).  Its files are read by Arrow directly, the columns asked
         for only, each once per version (Delta's dataset scan of the whole table costs 25 ms for 10,000 runs)."""
         if self._runs_files is None or (latest and self.as_of is None):
-            t = self.tables.at(RUNS, self.as_of) if self.as_of is not None else self.tables.table(RUNS)
-            if self._runs_files is None or t.version() != self._runs_version:
-                self._runs_version, self._runs_files, self._runs_cols = t.version(), t.file_uris(), {}
+            if self.as_of is None or isinstance(self.as_of, int):
+                live = self.tables.snapshot(RUNS, self.as_of)  # the log read directly (catalogs/delta_log.py)
+                version, files = live.version, None
+            else:  # a time: delta-rs finds the version
+                t = self.tables.at(RUNS, self.as_of)
+                version, files = t.version(), t.file_uris()
+            if self._runs_files is None or version != self._runs_version:
+                self._runs_version, self._runs_cols = version, {}
+                self._runs_files = files if files is not None else self.tables.file_uris(RUNS, version)
         names = RUNS_SCHEMA.names if columns is None else list(columns)
         missing = [c for c in names if c not in self._runs_cols]
         if missing:
@@ -243,8 +249,7 @@ class Catalog:
     def exact(self) -> bool:
         """Whether data files listed now hold no run outside the pinned runs table: true unless ``as_of`` or a
         commit to runs since the pin (a compaction since may have merged a newer batch into a listed file)."""
-        return self.as_of is None and self._runs_files is not None and self.tables.table(RUNS).version() == \
-            self._runs_version
+        return self.as_of is None and self._runs_files is not None and self.tables.version(RUNS) == self._runs_version
 
     def runs(self, batches: list[str] | None = None, columns: list[str] | None = None) -> pa.Table:
         """The runs catalog (one row per run), of the latest version at this call (or ``as_of``), of every
@@ -334,7 +339,7 @@ class Catalog:
         """The ingest log's rows at its latest version (its files read by Arrow directly)."""
         from perflake.catalogs.schema import INGEST_LOG_SCHEMA
 
-        files = self.tables.table(INGEST_LOG).file_uris()
+        files = self.tables.file_uris(INGEST_LOG)
         schema = INGEST_LOG_SCHEMA if columns is None else pa.schema([INGEST_LOG_SCHEMA.field(c) for c in columns])
         if not files:
             return pa.Table.from_batches([], schema=schema)

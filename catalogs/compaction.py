@@ -109,7 +109,7 @@ def maybe_compact(cat, *, threshold: int | None = None, target: int = TARGET_BYT
     counted after one ingest in ``threshold // 4`` (at most 16; by the runs table's version): a table passes the
     threshold by at most that many batches, and most ingests skip the count (6 file listings)."""
     threshold = AUTO_FILES if threshold is None else threshold
-    if cat.tables.table(RUNS).version() % max(1, min(16, threshold // 4)):
+    if cat.tables.version(RUNS) % max(1, min(16, threshold // 4)):
         return []
     due = [t for t in TABLES if small_files(cat, t, target) > threshold]
     return compact(cat, target=target, tables=due) if due else []

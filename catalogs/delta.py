@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import threading
 import time
-import urllib.parse
 
 import pyarrow as pa
+import pyarrow.parquet as pq  # the catalog reads the runs table and the ingest log with it
 
+from perflake.catalogs.delta_log import LogReader, Snapshot, Unsupported, _path
 from perflake.catalogs.schema import KEY_COLUMN
 from perflake.errors import LakeError
 
@@ -90,11 +91,13 @@ class DeltaTables:
         from deltalake.exceptions import CommitFailedError
 
         try:
-            DeltaTable.create(self.table_uri(name), schema, mode="ignore", storage_options=self.options,
-                              configuration={"delta.checkpointInterval": CHECKPOINT_INTERVAL})
+            t = DeltaTable.create(self.table_uri(name), schema, mode="ignore", storage_options=self.options,
+                                  configuration={"delta.checkpointInterval": CHECKPOINT_INTERVAL})
         except CommitFailedError:  # another process created it meanwhile (several ingests starting a new lake)
             if not self.exists(name):
                 raise
+            return
+        self._open.setdefault(name, t)  # a new lake's first writes need no second reading of the log
 
     def exists(self, name: str) -> bool:
         from deltalake import DeltaTable
@@ -209,31 +212,50 @@ class DeltaTables:
                         f"after {APPEND_ATTEMPTS} attempts")
 
     # -- reading ----------------------------------------------------------------------------------------
-    def live_files(self, name: str) -> pa.Table:
-        """The table's live data files at its latest version: ``path`` (absolute, as delta-rs and fsspec address
-        it), ``size``, ``min_batch``, ``max_batch``: the range of the table's key column in the file (``batch``;
-        ``invocation`` in the ingest log), from the files' statistics."""
-        t = self.table(name)
-        ident = _identity(self.table_uri(name))
-        key = (self.table_uri(name), t.version(), ident)
+    def snapshot(self, name: str, version: int | None = None) -> Snapshot:
+        """The table's live files at ``version`` (None: the latest), read from its log directly
+        (catalogs/delta_log.py); a log that reader does not implement is read by delta-rs."""
+        fs, strip = self._arrow_fs()
+        reader = LogReader(strip(self.table_uri(name)), KEY_COLUMN[name], fs,
+                           tag=repr(sorted((self.options or {}).items())) if fs is not None else "")
+        try:
+            return reader.snapshot(version)
+        except Unsupported:
+            t = self.table(name) if version is None else self.at(name, version)
+            acts = pa.table(t.get_add_actions(flatten=True))
+            col = KEY_COLUMN[name]
+            cols = [acts.column(c).to_pylist() if c in acts.column_names else [None] * acts.num_rows
+                    for c in ("path", "size_bytes", f"min.{col}", f"max.{col}")]
+            return Snapshot(t.version(), {_path(p): (s, lo, hi) for p, s, lo, hi in zip(*cols)})
+
+    def version(self, name: str) -> int:
+        """The table's latest version."""
+        return self.snapshot(name).version
+
+    def live_files(self, name: str, version: int | None = None) -> pa.Table:
+        """The table's live data files at ``version`` (None: the latest): ``path`` (absolute, as delta-rs and
+        fsspec address it), ``size``, ``min_batch``, ``max_batch``: the range of the table's key column in the
+        file (``batch``; ``invocation`` in the ingest log), from the files' statistics."""
+        snap = self.snapshot(name, version)
+        key = (self.table_uri(name), snap.version, snap.identity)
         with _LOCK:
-            hit = _LIVE.get(key) if ident is not None else None
+            hit = _LIVE.get(key) if snap.identity is not None else None
         if hit is not None:  # a version's files never change
             return hit
-        acts = pa.table(t.get_add_actions(flatten=True))
         base = self.table_uri(name)
-        paths = [f"{base}/{urllib.parse.unquote(p)}" for p in acts.column("path").to_pylist()]
-        col = KEY_COLUMN[name]
-        has = f"min.{col}" in acts.column_names
-        none = pa.nulls(acts.num_rows, pa.string())
-        out = pa.table({"path": pa.array(paths, pa.string()), "size": acts.column("size_bytes"),
-                        "min_batch": acts.column(f"min.{col}") if has else none,
-                        "max_batch": acts.column(f"max.{col}") if has else none})
+        items = list(snap.files.items())
+        out = pa.table({"path": pa.array([p if "://" in p else f"{base}/{p}" for p, _ in items], pa.string()),
+                        "size": pa.array([v[0] for _, v in items], pa.int64()),
+                        "min_batch": pa.array([v[1] for _, v in items], pa.string()),
+                        "max_batch": pa.array([v[2] for _, v in items], pa.string())})
         with _LOCK:
             if len(_LIVE) > 256:
                 _LIVE.clear()
             _LIVE[key] = out
         return out
+
+    def file_uris(self, name: str, version: int | None = None) -> list[str]:
+        return self.live_files(name, version).column("path").to_pylist()
 
     def files_of(self, name: str, batch: str) -> list[str]:
         """The live files of a table whose batch range holds ``batch`` (its own, or compacted ones)."""
@@ -244,12 +266,13 @@ class DeltaTables:
     def read_files(self, paths: list[str], columns: list[str] | None = None) -> pa.Table:
         """Parquet files of the lake read by Arrow (local paths natively; object stores through pyarrow's
         filesystem built from the same options)."""
-        import pyarrow.parquet as pq
-
         if not paths:
             return pa.table({c: pa.array([], pa.string()) for c in columns or []})
         fs, strip = self._arrow_fs()
-        tables = [pq.read_table(strip(p), columns=columns, filesystem=fs) for p in paths]
+        tables = []
+        for p in paths:  # file by file: pq.read_table builds a dataset (and loads pyarrow.dataset) for each
+            with pq.ParquetFile(strip(p), filesystem=fs) as fh:
+                tables.append(fh.read(columns=columns))
         return pa.concat_tables(tables, promote_options="permissive")
 
     def _arrow_fs(self):

@@ -188,11 +188,13 @@ class _Batch:
         if batch is None:
             return
         batch_id = new_batch_id()
-        try:  # the four tables' appends are commits of four Delta tables: side by side (delta-rs frees the GIL)
-            tables = (("nodes", batch.nodes), ("edges", batch.edges), ("metrics", batch.metrics),
-                      (RANK_SUMMARY, summarize(batch.metrics)))
-            with ThreadPoolExecutor(len(tables)) as pool:
-                for done in [pool.submit(catalog.write_table, name, batch_id, table) for name, table in tables]:
+        try:  # the four tables' appends are commits of four Delta tables: side by side (delta-rs frees the GIL),
+            # the rank summary computed while the other three are written
+            with ThreadPoolExecutor(4) as pool:
+                writes = [pool.submit(catalog.write_table, name, batch_id, table) for name, table in
+                          (("nodes", batch.nodes), ("edges", batch.edges), ("metrics", batch.metrics))]
+                writes.append(pool.submit(catalog.write_table, RANK_SUMMARY, batch_id, summarize(batch.metrics)))
+                for done in writes:
                     done.result()
         except BaseException:
             catalog.discard(batch_id)
