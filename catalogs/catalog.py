@@ -79,7 +79,8 @@ class Catalog:
         marker = f"{self.root}/{MARKER}"
         exists = self.fs.exists(marker)  # (after this call s3fs has its client, whose credentials delta-rs gets)
         uri = os.path.abspath(self.root) if self.local else f"s3://{self.root}"
-        self.tables = DeltaTables(uri, remote.delta_options(self.fs) if not self.local else None, self.url)
+        self._tables = DeltaTables(uri, remote.delta_options(self.fs) if not self.local else None, self.url)
+        self._creating = None  # the thread creating a new lake's tables (see _create), until it is waited for
         self._runs_version = None  # the pinned runs table (self.snapshot()): its version, files, columns read
         self._runs_files: list[str] | None = None
         self._runs_cols: dict[str, pa.ChunkedArray] = {}
@@ -100,22 +101,60 @@ class Catalog:
                 if [n for n in names if n not in known and not (n.startswith(".") and n.endswith(".tmp"))]:
                     raise LakeError(f"{self.url}: exists and is not empty, but is not a perflake lake")
             self.fs.makedirs(self.root, exist_ok=True)
-            self.create_tables()
+        except OSError as exc:  # not creatable: a read-only or missing parent, a file in the way...
+            raise LakeError(f"{self.url}: cannot create the lake ({exc.strerror or exc})") from None
+        self._creating = _Background(self._create_tables_and_marker, marker)
+
+    def _create_tables_and_marker(self, marker: str) -> None:
+        """The tables, then the marker (an opener never sees a marker without tables): in a thread of its own,
+        while the ingest that creates the lake reads its inputs (six commits: ~12 ms)."""
+        try:
+            self.create_tables(self._tables)
             info = {"format": "perflake-lake", "schema_version": SCHEMA_VERSION, "table_format": "delta",
                     "created_at": dt.datetime.now(dt.timezone.utc).isoformat(), "migrations": []}
             self._atomic_write(marker, json.dumps(info, indent=1).encode())
-        except OSError as exc:  # not creatable: a read-only or missing parent, a file in the way...
+        except OSError as exc:
             raise LakeError(f"{self.url}: cannot create the lake ({exc.strerror or exc})") from None
+        except Exception as exc:  # delta-rs' own: a file where a table's folder goes, a damaged log...
+            raise LakeError(f"{self.url}: cannot create the lake ({str(exc).splitlines()[0]})") from None
 
-    def create_tables(self) -> None:
-        """Create every table that does not exist yet (idempotent), and the lake's description."""
+    @property
+    def tables(self) -> DeltaTables:
+        """The lake's Delta tables (once a new lake's tables are created)."""
+        if self._creating is not None:
+            self._creating.wait()
+            self._creating = None
+        return self._tables
+
+    def check_created(self) -> None:
+        """Raise now (LakeError) if the creation of this new lake's tables has failed; never waits."""
+        if self._creating is not None and self._creating.done():
+            _ = self.tables
+
+    def creating(self) -> bool:
+        """Whether this Catalog is creating a new lake's tables still: the lake had no runs and no ingest log
+        when this Catalog found it (another ingest's commits since are seen by the compare-and-swap)."""
+        return self._creating is not None and not self._creating.done()
+
+    def __getstate__(self) -> dict:
+        """Picklable (Dask's process workers get the catalog): the new lake's tables created first."""
+        _ = self.tables
+        return self.__dict__
+
+    def create_tables(self, tables: DeltaTables | None = None) -> None:
+        """Create every table that does not exist yet (idempotent), and the lake's description.  ``tables``:
+        a new lake's, created in the background thread (see _create)."""
         from concurrent.futures import ThreadPoolExecutor
 
         from perflake.catalogs.describe import write_description
 
-        with ThreadPoolExecutor(len(TABLES)) as pool:  # six commits that wait on the disk: side by side
-            for done in [pool.submit(self.tables.create, name, stored_schema(name)) for name in TABLES]:
-                done.result()
+        if tables is not None:  # in the background (a new lake): one after the other, not to slow the reading
+            for name in TABLES:
+                tables.create(name, stored_schema(name))
+        else:
+            with ThreadPoolExecutor(len(TABLES)) as pool:  # six commits that wait on the disk: side by side
+                for done in [pool.submit(self.tables.create, name, stored_schema(name)) for name in TABLES]:
+                    done.result()
         write_description(self)
 
     def _check_marker(self, marker: str) -> None:
@@ -387,3 +426,28 @@ def _batch_time(batch: str) -> dt.datetime:
         return dt.datetime.strptime(batch.split("-")[0], "%Y%m%dT%H%M%S%f").replace(tzinfo=dt.timezone.utc)
     except ValueError:
         return dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+
+
+class _Background:
+    """A call run in a thread of its own; :meth:`wait` joins it and raises what it raised (each time)."""
+
+    def __init__(self, fn, *args):
+        import threading
+
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, *args), name="perflake-create-lake")
+        self._thread.start()
+
+    def _run(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except BaseException as exc:  # handed to the waiter
+            self._error = exc
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def wait(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error.with_traceback(None)

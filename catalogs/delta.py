@@ -14,6 +14,9 @@ once, so the ``runs`` table is the commit point (docs/table-format.md, "The prot
   by ``perflake vacuum``; until then its rows sit in files of its own that no reader selects (readers pick
   data files by their ``batch`` range, :meth:`live_files`, among the batches the runs table names).
 
+Questions read the tables' live files from the Delta log directly (:mod:`perflake.catalogs.delta_log`: no
+delta-rs loaded for a question); writes, compactions, vacuums and reads ``as_of`` a time go through delta-rs.
+
 What a reader may rely on (the catalog keeps it so): a live data file holds the rows of ONE batch, or is a
 compacted file holding rows of committed batches only (:mod:`perflake.catalogs.compaction` merges committed
 batches' files and nothing else).  Files removed by a compaction stay on disk until a vacuum older than the

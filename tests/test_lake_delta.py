@@ -240,3 +240,32 @@ def test_a_lake_half_created_is_finished_and_a_foreign_folder_refused(tmp_path):
     with pytest.raises(LakeError, match="not empty, but is not a perflake lake"):
         Lake(foreign).ingest(paths)
     assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
+
+
+def test_a_new_lake_is_created_while_the_inputs_are_read_and_its_failure_is_one_error(tmp_path):
+    """An ingest into a new lake creates its six tables in a thread while it reads the inputs: the lake is
+    whole when ingest returns (marker, tables, runs); a table that cannot be created (a file where its folder
+    goes, a damaged log) stops the ingest with one LakeError naming the lake (checked before each input), and
+    leaves the folder as it was."""
+    from perflake.catalogs.catalog import Catalog
+    from perflake.errors import LakeError
+
+    paths = sparse_caliper(tmp_path / "in", nodes=6, ranks=2, runs=3, seed=4, drop=0.0, levels=False)
+    lake = Lake(tmp_path / "new")
+    assert len(lake.ingest(paths).ingested) == 3
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == sorted([*TABLES, "README.md", "perflake.json",
+                                                                          ".commit.lock"])
+    assert len(Lake(tmp_path / "new").runs()) == 3
+    for name in TABLES:  # every table a Delta table whose log begins with the creation
+        assert (tmp_path / "new" / name / "_delta_log" / f"{0:020d}.json").is_file()
+    cat = Catalog(str(tmp_path / "fresh"), create=True)
+    assert cat.runs().num_rows == 0 and cat.read_log().num_rows == 0  # waits for the tables, then reads them
+    assert not cat.creating()
+
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / "runs").write_text("not a table")
+    with pytest.raises(LakeError, match=f"{re.escape(str(blocked))}: cannot create the lake") as err:
+        Lake(blocked).ingest(paths)
+    assert "\n" not in str(err.value)
+    assert [p.name for p in blocked.iterdir()] == ["runs"]

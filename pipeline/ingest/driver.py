@@ -125,10 +125,10 @@ class _Committer:
     as a new batch without them, so a committed batch holds exactly its runs' rows).  On a local lake the
     commit lock spares concurrent ingests lost races; on S3 the compare-and-swap alone decides."""
 
-    def __init__(self, catalog: Catalog, lock_timeout: float | None):
+    def __init__(self, catalog: Catalog, lock_timeout: float | None, *, new: bool = False):
         self.catalog, self.lock_timeout = catalog, lock_timeout
         self.conflicts = 0  # lost compare-and-swaps (another commit came first): retried
-        _head, self.present = catalog.runs_head()  # content hash -> run id
+        self.present = {} if new else catalog.runs_head()[1]  # content hash -> run id
 
     def commit(self, result: BatchResult) -> None:
         cat = self.catalog
@@ -254,8 +254,9 @@ def ingest(catalog: Catalog, paths, *, progress: bool = True, retry_failed: bool
     """
     t0 = time.perf_counter()
     report = IngestReport(invocation=new_batch_id())
-    history = read_history(catalog)
-    committer = _Committer(catalog, lock_timeout)
+    new = catalog.creating()  # a lake being created (in the background) has no runs and no log to read yet
+    history = History() if new else read_history(catalog)
+    committer = _Committer(catalog, lock_timeout, new=new)
     candidates = _plan(catalog, paths, report, follow_symlinks=follow_symlinks, retry_failed=retry_failed,
                        history=history, run_ids=set(committer.present.values()), min_age=min_age)
     known = Known(dict(committer.present), history.failed, retry_failed)

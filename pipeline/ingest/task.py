@@ -189,25 +189,24 @@ class _Batch:
             return
         batch_id = new_batch_id()
         try:  # the four tables' appends are commits of four Delta tables: side by side (delta-rs frees the GIL),
-            # the rank summary computed while the other three are written
-            with ThreadPoolExecutor(4) as pool:
-                writes = [pool.submit(catalog.write_table, name, batch_id, table) for name, table in
-                          (("nodes", batch.nodes), ("edges", batch.edges), ("metrics", batch.metrics))]
-                writes.append(pool.submit(catalog.write_table, RANK_SUMMARY, batch_id, summarize(batch.metrics)))
+            # the longest first, and the catalog rows built meanwhile
+            tables = ((RANK_SUMMARY, summarize(batch.metrics)), ("nodes", batch.nodes), ("edges", batch.edges),
+                      ("metrics", batch.metrics))
+            with ThreadPoolExecutor(len(tables)) as pool:
+                writes = [pool.submit(catalog.write_table, name, batch_id, table) for name, table in tables]
+                rows = [run_row(p.sha[:16], p.sha, batch_id, p.candidate.path, p.candidate.kind, p.reader,
+                                batch.runs[p.sha[:16]], p.rows.metadata, len(p.candidate.files), p.candidate.nbytes)
+                        for p in self.pending]
                 for done in writes:
                     done.result()
         except BaseException:
             catalog.discard(batch_id)
             raise
-        rows, outcomes = [], []
         share = (time.perf_counter() - t0) / max(1, self.n_values)
         for p in self.pending:
-            c = p.candidate
-            rows.append(run_row(p.sha[:16], p.sha, batch_id, c.path, c.kind, p.reader, batch.runs[p.sha[:16]],
-                                p.rows.metadata, len(c.files), c.nbytes))
             p.outcome.duration_s += share * p.rows.values.num_rows
-            outcomes.append(p.outcome)
-        result.batches.append(BatchResult(batch_id, sorted(rows, key=lambda r: r["run_id"]), outcomes))
+        result.batches.append(BatchResult(batch_id, sorted(rows, key=lambda r: r["run_id"]),
+                                          [p.outcome for p in self.pending]))
 
 
 def _attempt(c: Candidate, known: Known, seen: dict[str, str]):
@@ -243,6 +242,7 @@ def run_task(catalog: Catalog, candidates: list[Candidate], known: Known) -> Tas
     result, seen, batch = TaskResult(), {}, _Batch()
     try:
         for c in candidates:
+            catalog.check_created()  # a new lake that could not be created: stop now, not after reading it all
             outcome, pending = _attempt(c, known, seen)
             if pending is None:
                 result.outcomes.append(outcome)
