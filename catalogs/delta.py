@@ -275,7 +275,7 @@ class DeltaTables:
         tables = []
         for p in paths:  # file by file: pq.read_table builds a dataset (and loads pyarrow.dataset) for each
             with pq.ParquetFile(strip(p), filesystem=fs) as fh:
-                tables.append(fh.read(columns=columns))
+                tables.append(_plain(fh.read(columns=columns)))
         return pa.concat_tables(tables, promote_options="permissive")
 
     def _arrow_fs(self):
@@ -292,6 +292,14 @@ class DeltaTables:
 
     def read(self, name: str, as_of=None, columns: list[str] | None = None) -> pa.Table:
         return pa.table(self.at(name, as_of).to_pyarrow_table(columns=columns))
+
+
+def _plain(table: pa.Table) -> pa.Table:
+    """Dictionary columns (a data file's ``batch``: catalog.batch_column) as their values' type."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_dictionary(f.type):
+            table = table.set_column(i, pa.field(f.name, f.type.value_type), table.column(i).cast(f.type.value_type))
+    return table
 
 
 def to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:

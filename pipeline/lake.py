@@ -239,7 +239,9 @@ class Lake:
     def vacuum(self, older_than: float = 3600.0) -> list[str]:
         """Remove the rows of batches that never committed (a crashed ingest) older than ``older_than`` seconds,
         then the files no version younger than that uses (``as_of`` reaches back that far afterwards)."""
-        return self.catalog().vacuum(older_than)
+        from perflake.catalogs.vacuum import vacuum
+
+        return vacuum(self.catalog(), older_than)
 
     def compact(self, *, target_bytes: int | None = None) -> list:
         """Merge each table's small files (catalogs/compaction.py); every query gives the same answer after."""
