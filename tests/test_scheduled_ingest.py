@@ -125,11 +125,12 @@ def test_a_transient_failure_is_retried_next_time(runs, lake, monkeypatch):
 
 def test_a_batch_vacuumed_before_its_commit_is_not_committed(runs, tmp_path, lake, monkeypatch):
     from perflake.catalogs.catalog import Catalog
+    from perflake.catalogs.vacuum import vacuum
 
     real_lock = Catalog.commit_lock
 
     def vacuum_then_lock(self, timeout=None):  # `perflake vacuum --older-than 0` ran just before the commit
-        self.vacuum(older_than=0)
+        vacuum(self, older_than=0)
         return real_lock(self, timeout)
 
     monkeypatch.setattr(Catalog, "commit_lock", vacuum_then_lock)
