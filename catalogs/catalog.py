@@ -156,17 +156,11 @@ class Catalog:
     def create_tables(self, tables: DeltaTables | None = None) -> None:
         """Create every table that does not exist yet (idempotent), and the lake's description.  ``tables``:
         a new lake's, created in the background thread (see _create)."""
-        from concurrent.futures import ThreadPoolExecutor
-
         from perflake.catalogs.describe import write_description
 
-        if tables is not None:  # in the background (a new lake): one after the other, not to slow the reading
-            for name in TABLES:
-                tables.create(name, stored_schema(name))
-        else:
-            with ThreadPoolExecutor(len(TABLES)) as pool:  # six commits that wait on the disk: side by side
-                for done in [pool.submit(self.tables.create, name, stored_schema(name)) for name in TABLES]:
-                    done.result()
+        tables = tables or self.tables
+        for name in TABLES:  # one after the other: beside a running ingest, threads would slow its reading
+            tables.create(name, stored_schema(name))
         write_description(self)
 
     def _check_marker(self, marker: str) -> None:
@@ -255,15 +249,14 @@ class Catalog:
         when ``latest`` (a commit since is then read).  Its files are read by Arrow directly, the columns asked
         for only, each once per version (Delta's dataset scan of the whole table costs 25 ms for 10,000 runs)."""
         if self._runs_files is None or (latest and self.as_of is None):
-            if self.as_of is None or isinstance(self.as_of, int):
-                live = self.tables.snapshot(RUNS, self.as_of)  # the log read directly (catalogs/delta_log.py)
-                version, files = live.version, None
+            if self.as_of is None or isinstance(self.as_of, int):  # the log read directly (catalogs/delta_log.py)
+                version, live = self.tables.live(RUNS, self.as_of)
+                files = live.column("path").to_pylist()
             else:  # a time: delta-rs finds the version
                 t = self.tables.at(RUNS, self.as_of)
                 version, files = t.version(), t.file_uris()
             if self._runs_files is None or version != self._runs_version:
-                self._runs_version, self._runs_cols = version, {}
-                self._runs_files = files if files is not None else self.tables.file_uris(RUNS, version)
+                self._runs_version, self._runs_files, self._runs_cols = version, files, {}
         names = RUNS_SCHEMA.names if columns is None else list(columns)
         missing = [c for c in names if c not in self._runs_cols]
         if missing:

@@ -31,13 +31,13 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq  # the catalog reads the runs table and the ingest log with it
 
-from perflake.catalogs.delta_log import LogReader, Snapshot, Unsupported, _path
+from perflake.catalogs.delta_log import LogReader, Snapshot, Unsupported, file_name, identity
 from perflake.catalogs.schema import KEY_COLUMN
 from perflake.errors import LakeError
 
 _HANDLES = threading.local()  # open DeltaTable handles of this thread: (table uri, options) -> DeltaTable
 _LOCK = threading.Lock()
-_LIVE: dict[tuple, pa.Table] = {}  # (table uri, version, _identity) -> its live files (live_files)
+_LIVE: dict[tuple, pa.Table] = {}  # (table uri, version, identity) -> its live files (live_files)
 CHECKPOINT_INTERVAL = "100"  # a checkpoint every 100 commits bounds the log a reader replays
 APPEND_ATTEMPTS = 100
 
@@ -117,7 +117,7 @@ class DeltaTables:
             handles = _HANDLES.__dict__.setdefault("tables", {})
             key = (self.table_uri(name), repr(sorted((self.options or {}).items())))
             t, mark = handles.get(key, (None, None))
-            now = _identity(self.table_uri(name))
+            now = identity(self.table_uri(name))
             if t is not None and (now is None or now != mark):
                 t = None  # not local, or the table was deleted (and perhaps created again) since: open afresh
             if t is None:
@@ -229,7 +229,7 @@ class DeltaTables:
             col = KEY_COLUMN[name]
             cols = [acts.column(c).to_pylist() if c in acts.column_names else [None] * acts.num_rows
                     for c in ("path", "size_bytes", f"min.{col}", f"max.{col}")]
-            return Snapshot(t.version(), {_path(p): (s, lo, hi) for p, s, lo, hi in zip(*cols)})
+            return Snapshot(t.version(), {file_name(p): (s, lo, hi) for p, s, lo, hi in zip(*cols)})
 
     def version(self, name: str) -> int:
         """The table's latest version."""
@@ -239,12 +239,16 @@ class DeltaTables:
         """The table's live data files at ``version`` (None: the latest): ``path`` (absolute, as delta-rs and
         fsspec address it), ``size``, ``min_batch``, ``max_batch``: the range of the table's key column in the
         file (``batch``; ``invocation`` in the ingest log), from the files' statistics."""
+        return self.live(name, version)[1]
+
+    def live(self, name: str, version: int | None = None) -> tuple[int, pa.Table]:
+        """(the version read, :meth:`live_files` of it): both from one reading of the log."""
         snap = self.snapshot(name, version)
         key = (self.table_uri(name), snap.version, snap.identity)
         with _LOCK:
             hit = _LIVE.get(key) if snap.identity is not None else None
         if hit is not None:  # a version's files never change
-            return hit
+            return snap.version, hit
         base = self.table_uri(name)
         items = list(snap.files.items())
         out = pa.table({"path": pa.array([p if "://" in p else f"{base}/{p}" for p, _ in items], pa.string()),
@@ -255,7 +259,7 @@ class DeltaTables:
             if len(_LIVE) > 256:
                 _LIVE.clear()
             _LIVE[key] = out
-        return out
+        return snap.version, out
 
     def file_uris(self, name: str, version: int | None = None) -> list[str]:
         return self.live_files(name, version).column("path").to_pylist()
@@ -308,20 +312,6 @@ def to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
     cols = [data.column(f.name).cast(f.type) if f.name in data.schema.names else pa.nulls(data.num_rows, f.type)
             for f in schema]
     return pa.Table.from_arrays(cols, schema=schema)
-
-
-def _identity(uri: str) -> tuple | None:
-    """Which table lives at the local ``uri``: the inode and time of its first log entry (a table deleted and
-    created again has another); None on an object store (its handles are not shared) or without that entry."""
-    if "://" in uri and not uri.startswith("file://"):
-        return None
-    import os
-
-    try:
-        st = os.stat(f"{uri.removeprefix('file://')}/_delta_log/{0:020d}.json")
-    except OSError:
-        return None
-    return st.st_ino, st.st_mtime_ns, st.st_dev
 
 
 def _safe(value: str) -> str:

@@ -63,10 +63,7 @@ class LogReader:
                 names = os.listdir(self.log)
             except FileNotFoundError:
                 raise Unsupported(f"{self.log} does not exist") from None
-            ident = None
-            if f"{0:020d}.json" in names:
-                st = os.stat(f"{self.log}/{0:020d}.json")
-                ident = (st.st_ino, st.st_mtime_ns, st.st_dev)
+            ident = identity(self.location)
         else:
             import pyarrow.fs as pafs
 
@@ -137,9 +134,9 @@ class LogReader:
                 add = action["add"]
                 if add.get("deletionVector"):
                     raise Unsupported(f"{self.log}: deletion vectors")
-                snap.files[_path(add["path"])] = (int(add["size"]), *self._range(add.get("stats")))
+                snap.files[file_name(add["path"])] = (int(add["size"]), *self._range(add.get("stats")))
             elif "remove" in action:
-                snap.files.pop(_path(action["remove"]["path"]), None)
+                snap.files.pop(file_name(action["remove"]["path"]), None)
             elif "protocol" in action:
                 _check_protocol(self.log, action["protocol"])
             elif "metaData" in action:
@@ -165,7 +162,7 @@ class LogReader:
                 raise Unsupported(f"{self.log}: deletion vectors")
             stats = adds.field("stats").to_pylist() if "stats" in names_ else [None] * len(adds)
             for path, size, st in zip(adds.field("path").to_pylist(), adds.field("size").to_pylist(), stats):
-                snap.files[_path(path)] = (int(size), *self._range(st))
+                snap.files[file_name(path)] = (int(size), *self._range(st))
 
     def _range(self, stats: str | None) -> tuple[str | None, str | None]:
         if not stats:
@@ -174,7 +171,19 @@ class LogReader:
         return (st.get("minValues") or {}).get(self.key), (st.get("maxValues") or {}).get(self.key)
 
 
-def _path(path: str) -> str:
+def identity(location: str) -> tuple | None:
+    """Which table lives at the local ``location``: the inode and time of its first log entry (a table deleted
+    and created again has another); None on an object store or without that entry."""
+    if "://" in location and not location.startswith("file://"):
+        return None
+    try:
+        st = os.stat(f"{location.removeprefix('file://')}/_delta_log/{0:020d}.json")
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_dev
+
+
+def file_name(path: str) -> str:
     """A log path as a file name: relative paths are URI-encoded in the log; absolute URIs are kept."""
     return path if "://" in path else urllib.parse.unquote(path)
 
