@@ -96,7 +96,9 @@ class Catalog:
         self._runs_version = None  # the pinned runs table (self.snapshot()): its version, files, columns read
         self._runs_files: list[str] | None = None
         self._runs_cols: dict[str, pa.ChunkedArray] = {}
-        self._files: dict[str, tuple] = {}  # table -> (runs version, live files' paths, min batches, max batches)
+        self._files: dict[str, tuple] = {}  # table -> (its version, live files' paths, min batches, max batches)
+        self._seen: dict[str, int] = {}  # table -> the version the last question read
+        self._pins: dict[str, int] = {}  # as_of: table -> its version at the pinned runs version's commit
         if exists:
             self._check_marker(marker)
         elif create:
@@ -249,12 +251,13 @@ class Catalog:
         when ``latest`` (a commit since is then read).  Its files are read by Arrow directly, the columns asked
         for only, each once per version (Delta's dataset scan of the whole table costs 25 ms for 10,000 runs)."""
         if self._runs_files is None or (latest and self.as_of is None):
-            if self.as_of is None or isinstance(self.as_of, int):  # the log read directly (catalogs/delta_log.py)
-                version, live = self.tables.live(RUNS, self.as_of)
+            if self.as_of is None:  # the log read directly (catalogs/delta_log.py)
+                version, live = self.tables.live(RUNS)
                 files = live.column("path").to_pylist()
-            else:  # a time: delta-rs finds the version
-                t = self.tables.at(RUNS, self.as_of)
-                version, files = t.version(), t.file_uris()
+            else:  # a version or a time: every table as of that commit (catalogs/snapshots.py)
+                from perflake.catalogs import snapshots
+
+                version, files = snapshots.runs_at(self, self.as_of)
             if self._runs_files is None or version != self._runs_version:
                 self._runs_version, self._runs_files, self._runs_cols = version, files, {}
         names = RUNS_SCHEMA.names if columns is None else list(columns)
@@ -329,15 +332,43 @@ class Catalog:
         return path
 
     def _live(self, table: str) -> tuple[list, list, list]:
+        """(paths as DuckDB reads them, min batches, max batches) of the table's live files: at its latest version,
+        checked on every call (another writer may have appended, deleted or compacted since), or at the version
+        pinned with ``as_of``."""
         if self._runs_files is None:
             self.snapshot(columns=[])  # pin the runs version (read nothing)
+        version, live = self.tables.live(table, self._pinned(table))
+        self._seen[table] = version
         cached = self._files.get(table)
-        if cached is None or cached[0] != self._runs_version:
-            live = self.tables.live_files(table)
+        if cached is None or cached[0] != version:
             paths = [self.duck_path(p) for p in live.column("path").to_pylist()]
-            cached = self._files[table] = (self._runs_version, paths, live.column("min_batch").to_pylist(),
+            cached = self._files[table] = (version, paths, live.column("min_batch").to_pylist(),
                                            live.column("max_batch").to_pylist())
         return cached[1], cached[2], cached[3]
+
+    def _pinned(self, table: str) -> int | None:
+        """The version of ``table`` this catalog reads: None (the latest) or, ``as_of``, the version it had when
+        the pinned runs version was committed (every table as of one moment); the files it needs must still be
+        there (a vacuum may have removed them: one LakeError)."""
+        if self.as_of is None:
+            return None
+        if table not in self._pins:
+            from perflake.catalogs import snapshots
+
+            self._pins[table] = snapshots.version_at(self, table)
+        return self._pins[table]
+
+    def versions(self) -> dict[str, int]:
+        """The version of each table the last question read (``as_of``: the pinned ones); tables not read yet are
+        read now."""
+        if self._runs_files is None:
+            self.snapshot(columns=[])
+        out = {RUNS: self._runs_version}
+        for name in DATA_TABLES:
+            if name not in self._seen:
+                self._live(name)
+            out[name] = self._seen[name]
+        return out
 
     def having(self, table: str, batches) -> set[str]:
         """The batches among ``batches`` with rows in ``table`` (by the live files' batch ranges).  Every batch

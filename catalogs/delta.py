@@ -31,13 +31,14 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq  # the catalog reads the runs table and the ingest log with it
 
-from perflake.catalogs.delta_log import LogReader, Snapshot, Unsupported, file_name, identity
+from perflake.catalogs.delta_log import LogReader, Refused, Snapshot, Unsupported, check, file_name, identity
 from perflake.catalogs.schema import KEY_COLUMN
 from perflake.errors import LakeError
 
 _HANDLES = threading.local()  # open DeltaTable handles of this thread: (table uri, options) -> DeltaTable
 _LOCK = threading.Lock()
 _LIVE: dict[tuple, pa.Table] = {}  # (table uri, version, identity) -> its live files (live_files)
+_RANGES: dict[tuple, tuple] = {}  # (file path, size) -> (size, min, max) of its key column, read from the file
 CHECKPOINT_INTERVAL = "100"  # a checkpoint every 100 commits bounds the log a reader replays
 APPEND_ATTEMPTS = 100
 
@@ -217,19 +218,29 @@ class DeltaTables:
     # -- reading ----------------------------------------------------------------------------------------
     def snapshot(self, name: str, version: int | None = None) -> Snapshot:
         """The table's live files at ``version`` (None: the latest), read from its log directly
-        (catalogs/delta_log.py); a log that reader does not implement is read by delta-rs."""
+        (catalogs/delta_log.py); a log that reader does not parse is read by delta-rs, and either listing is
+        checked alike (delta_log.check): what perflake cannot read exactly is one LakeError."""
         fs, strip = self._arrow_fs()
         reader = LogReader(strip(self.table_uri(name)), KEY_COLUMN[name], fs,
                            tag=repr(sorted((self.options or {}).items())) if fs is not None else "")
         try:
             return reader.snapshot(version)
+        except Refused as exc:
+            raise LakeError(f"{self.lake}: {exc}") from None
         except Unsupported:
+            pass
+        try:
             t = self.table(name) if version is None else self.at(name, version)
-            acts = pa.table(t.get_add_actions(flatten=True))
-            col = KEY_COLUMN[name]
-            cols = [acts.column(c).to_pylist() if c in acts.column_names else [None] * acts.num_rows
-                    for c in ("path", "size_bytes", f"min.{col}", f"max.{col}")]
-            return Snapshot(t.version(), {file_name(p): (s, lo, hi) for p, s, lo, hi in zip(*cols)})
+            snap = _from_delta_rs(t, KEY_COLUMN[name])
+            check(self.table_uri(name) + "/_delta_log", snap)
+        except Refused as exc:
+            raise LakeError(f"{self.lake}: {exc}") from None
+        except LakeError:
+            raise
+        except Exception as exc:  # delta-rs cannot read the log either
+            raise LakeError(f"{self.lake}: the {name} table's Delta log cannot be read "
+                            f"({str(exc).splitlines()[0]})") from None
+        return snap
 
     def version(self, name: str) -> int:
         """The table's latest version."""
@@ -242,7 +253,9 @@ class DeltaTables:
         return self.live(name, version)[1]
 
     def live(self, name: str, version: int | None = None) -> tuple[int, pa.Table]:
-        """(the version read, :meth:`live_files` of it): both from one reading of the log."""
+        """(the version read, :meth:`live_files` of it): both from one reading of the log.  A file whose
+        statistics do not give its key range (written with statistics off or on other columns, by another
+        engine) is read once to learn it (:func:`_ranges`): never skipped."""
         snap = self.snapshot(name, version)
         key = (self.table_uri(name), snap.version, snap.identity)
         with _LOCK:
@@ -250,8 +263,11 @@ class DeltaTables:
         if hit is not None:  # a version's files never change
             return snap.version, hit
         base = self.table_uri(name)
-        items = list(snap.files.items())
-        out = pa.table({"path": pa.array([p if "://" in p else f"{base}/{p}" for p, _ in items], pa.string()),
+        items = [(p if "://" in p else f"{base}/{p}", v) for p, v in snap.files.items()]
+        unknown = [(p, v[0]) for p, v in items if v[1] is None or v[2] is None]
+        found = self._ranges(name, unknown) if unknown else {}
+        items = [(p, found.get(p, v)) for p, v in items]
+        out = pa.table({"path": pa.array([p for p, _ in items], pa.string()),
                         "size": pa.array([v[0] for _, v in items], pa.int64()),
                         "min_batch": pa.array([v[1] for _, v in items], pa.string()),
                         "max_batch": pa.array([v[2] for _, v in items], pa.string())})
@@ -260,6 +276,35 @@ class DeltaTables:
                 _LIVE.clear()
             _LIVE[key] = out
         return snap.version, out
+
+    def _ranges(self, name: str, files: list[tuple[str, int]]) -> dict[str, tuple]:
+        """path -> (size, min, max) of the key column, read from the files themselves (each once per process:
+        a data file never changes).  A file with rows lacking the key (appended by another tool) is refused:
+        no version of the runs table says whose rows they are.  An empty file gives (size, None, None)."""
+        import pyarrow.compute as pc
+
+        col = KEY_COLUMN[name]
+        out = {}
+        for path, size in files:
+            with _LOCK:
+                hit = _RANGES.get((path, size))
+            if hit is None:
+                try:
+                    values = self.read_files([path], [col]).column(col)
+                except KeyError:
+                    values = pa.nulls(1, pa.string())
+                except Exception as exc:
+                    raise LakeError(f"{self.lake}: {path}: cannot be read ({str(exc).splitlines()[0]})") from None
+                if values.null_count:
+                    raise LakeError(f"{self.lake}: {path}: {values.null_count} row(s) of the {name} table have no "
+                                    f"{col} (written by another tool?): perflake cannot tell which run they belong "
+                                    "to; delete them or give them the batch of their run")
+                lohi = pc.min_max(values).as_py() if len(values) else {"min": None, "max": None}
+                hit = (size, lohi["min"], lohi["max"])
+                with _LOCK:
+                    _RANGES[(path, size)] = hit
+            out[path] = hit
+        return out
 
     def file_uris(self, name: str, version: int | None = None) -> list[str]:
         return self.live_files(name, version).column("path").to_pylist()
@@ -296,6 +341,21 @@ class DeltaTables:
 
     def read(self, name: str, as_of=None, columns: list[str] | None = None) -> pa.Table:
         return pa.table(self.at(name, as_of).to_pyarrow_table(columns=columns))
+
+
+def _from_delta_rs(t, key: str) -> Snapshot:
+    """delta-rs's listing of a table as a Snapshot (for delta_log.check and the callers)."""
+    acts = pa.table(t.get_add_actions(flatten=True))
+    cols = [acts.column(c).to_pylist() if c in acts.column_names else [None] * acts.num_rows
+            for c in ("path", "size_bytes", f"min.{key}", f"max.{key}")]
+    proto, meta = t.protocol(), t.metadata()
+    vectors = pa.table(t.deletion_vectors()).column("filepath").to_pylist()
+    files = {file_name(p): (s, lo, hi) if isinstance(lo, str) and isinstance(hi, str) else (s, None, None)
+             for p, s, lo, hi in zip(*cols)}
+    return Snapshot(t.version(), files, None,
+                    {"minReaderVersion": proto.min_reader_version, "readerFeatures": proto.reader_features or []},
+                    {"partitionColumns": list(meta.partition_columns), "configuration": dict(meta.configuration)},
+                    set(vectors))
 
 
 def _plain(table: pa.Table) -> pa.Table:

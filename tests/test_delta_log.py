@@ -4,8 +4,9 @@ A table goes through appends, deletes, a replace commit (what compaction writes)
 checkpoints (interval 4); at every version the live files -- path, size, min/max of the key column -- must be
 what delta-rs lists.  Then the rules of the protocol one at a time, each on a log changed by hand as another
 writer could leave it: a multi-part checkpoint (read whole; an incomplete one ignored), a gap in the log, reader
-features and partitioning this reader does not implement (refused, and the catalog asks delta-rs instead), a
-table deleted and created again at the same path (read afresh, not brought forward from the old one).
+features, column mapping and partitioning (refused: no reader can make their files plain Parquet for perflake),
+a v2 checkpoint (left to delta-rs), a log without protocol or metaData (refused), a table deleted and created
+again at the same path (read afresh, not brought forward from the old one).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import pytest
 from deltalake import DeltaTable, PostCommitHookProperties, write_deltalake
 
 from perflake.catalogs.delta import DeltaTables
-from perflake.catalogs.delta_log import LogReader, Unsupported
+from perflake.catalogs.delta_log import LogReader, Refused, Unsupported
+from perflake.errors import LakeError
 
 SCHEMA = pa.schema([("run_id", pa.string()), ("batch", pa.string()), ("v", pa.float64())])
 HOOKS = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
@@ -133,36 +135,80 @@ def _hand_commit(uri: str, version: int, *actions: dict) -> None:
         fh.write("\n".join(json.dumps(a) for a in actions) + "\n")
 
 
-@pytest.mark.parametrize("protocol, metadata", [
-    ({"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
-      "writerFeatures": ["deletionVectors"]}, {}),
-    ({"minReaderVersion": 2, "minWriterVersion": 5}, {"delta.columnMapping.mode": "name"}),
-])
-def test_reader_features_it_does_not_implement_are_refused(tmp_path, protocol, metadata):
-    uri = str(tmp_path / "t")
-    DeltaTable.create(uri, SCHEMA)
-    write_deltalake(uri, _rows("a"), mode="append")
+def _protocol_change(uri: str, protocol: dict, configuration: dict) -> None:
+    """Version 2 of a two-version table: a new protocol and metaData, as another writer could commit them."""
     meta = None
     for line in open(f"{uri}/_delta_log/{0:020d}.json").read().splitlines():
         if "metaData" in json.loads(line):
             meta = json.loads(line)
-    meta["metaData"]["configuration"].update(metadata)
+    meta["metaData"]["configuration"].update(configuration)
     _hand_commit(uri, 2, {"protocol": protocol}, meta)
-    with pytest.raises(Unsupported):
+
+
+@pytest.mark.parametrize("protocol, configuration, error", [
+    ({"minReaderVersion": 2, "minWriterVersion": 5}, {"delta.columnMapping.mode": "name"}, "column mapping"),
+    ({"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["columnMapping"],
+      "writerFeatures": ["columnMapping"]}, {"delta.columnMapping.mode": "id"}, "column mapping"),
+    ({"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["typeWidening", "someFutureFeature"],
+      "writerFeatures": []}, {}, "someFutureFeature"),
+    ({"minReaderVersion": 4, "minWriterVersion": 8}, {}, "reader version 4"),
+])
+def test_what_it_cannot_read_exactly_is_refused(tmp_path, protocol, configuration, error):
+    uri = str(tmp_path / "t")
+    DeltaTable.create(uri, SCHEMA)
+    write_deltalake(uri, _rows("a"), mode="append")
+    _protocol_change(uri, protocol, configuration)
+    with pytest.raises(Refused, match=error):
         LogReader(uri, "batch").snapshot()
     assert LogReader(uri, "batch").snapshot(1).version == 1  # the versions before the change are still read
 
 
-def test_a_partitioned_table_is_left_to_delta_rs(tmp_path):
+@pytest.mark.parametrize("features", [["deletionVectors"], ["timestampNtz", "vacuumProtocolCheck"],
+                                      ["columnMapping"]])
+def test_features_that_leave_the_files_plain_are_read(tmp_path, features):
+    """deletionVectors enabled but no vector yet, column mapping declared with mode none: plain Parquet files."""
+    uri = str(tmp_path / "t")
+    DeltaTable.create(uri, SCHEMA)
+    write_deltalake(uri, _rows("a"), mode="append")
+    _protocol_change(uri, {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": features,
+                           "writerFeatures": features}, {})
+    assert LogReader(uri, "batch").snapshot().files == _delta_rs(uri, 1)
+
+
+def test_a_v2_checkpoint_table_is_left_to_delta_rs(tmp_path):
+    uri = str(tmp_path / "t")
+    DeltaTable.create(uri, SCHEMA)
+    write_deltalake(uri, _rows("a"), mode="append")
+    _protocol_change(uri, {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["v2Checkpoint"],
+                           "writerFeatures": ["v2Checkpoint"]}, {})
+    with pytest.raises(Unsupported, match="v2Checkpoint"):
+        LogReader(uri, "batch").snapshot()
+
+
+def test_a_log_without_protocol_or_metadata_is_refused(tmp_path):
+    uri = str(tmp_path / "t")
+    os.makedirs(f"{uri}/_delta_log")
+    pq.write_table(_rows("q"), f"{uri}/f.parquet")
+    stats = json.dumps({"numRecords": 3, "minValues": {"batch": "q"}, "maxValues": {"batch": "q"}})
+    add = {"add": {"path": "f.parquet", "partitionValues": {}, "size": os.path.getsize(f"{uri}/f.parquet"),
+                   "modificationTime": 0, "dataChange": True, "stats": stats}}
+    _hand_commit(uri, 0, add)
+    with pytest.raises(Refused, match="no protocol and metaData"):
+        LogReader(uri, "batch").snapshot()
+    _hand_commit(uri, 0, {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}, add)
+    with pytest.raises(Refused, match="no metaData"):
+        LogReader(uri, "batch").snapshot()
+
+
+def test_a_partitioned_table_is_refused_by_both_readers(tmp_path):
+    """Partition values are not in the files: a file-level read would lose the column."""
     root = tmp_path / "lake"
     uri = str(root / "nodes")
     write_deltalake(uri, pa.concat_tables([_rows("p1"), _rows("p2")]), partition_by=["batch"])
-    with pytest.raises(Unsupported, match="partitioned"):
+    with pytest.raises(Refused, match="partitioned"):
         LogReader(uri, "batch").snapshot()
-    tables = DeltaTables(str(root))
-    live = tables.live_files("nodes")  # through delta-rs
-    assert tables.version("nodes") == 0 and live.num_rows == 2
-    assert sorted(live.column("path").to_pylist()) == sorted(f"{uri}/{p}" for p in _delta_rs(uri, 0))
+    with pytest.raises(LakeError, match="partitioned by \\['batch'\\]"):
+        DeltaTables(str(root)).live_files("nodes")
 
 
 def test_log_paths_are_unquoted(tmp_path):

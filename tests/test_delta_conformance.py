@@ -1,0 +1,332 @@
+"""Conformance with the Delta protocol as other writers use it: every way delta-rs can write a table, read by
+perflake's log reader and compared with delta-rs version by version; then a perflake lake after each such
+operation by another tool, where every ``runs``/``sql``/``tree`` answer must equal what delta-rs reads directly,
+or be one refusal line.  (The silent zeros this guards against: files without ``batch`` statistics skipped,
+struct-only checkpoint statistics ignored, deletion vectors not applied, a handle never re-listing a table.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.parse
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, PostCommitHookProperties, write_deltalake
+
+from perflake import Lake
+from perflake.catalogs.delta_log import LogReader, Refused, Unsupported
+from perflake.errors import LakeError
+
+HOOKS = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
+PERFLAKE = [sys.executable, "-m", "perflake.cli.app"]
+SAMPLES = ("tau-cpi-mpi", "caliper-lulesh-cali", "hpctoolkit-cpi-database")
+
+
+def _rows(batch: str, n: int = 3, **extra) -> pa.Table:
+    cols = {"run_id": [f"{batch}-r{i}" for i in range(n)], "batch": [batch] * n, "v": [float(i) for i in range(n)]}
+    cols.update({k: [v] * n for k, v in extra.items()})
+    return pa.table(cols)
+
+
+def _delta_rs(uri: str, version: int) -> dict:
+    acts = pa.table(DeltaTable(uri, version=version).get_add_actions(flatten=True))
+    n = acts.num_rows
+    lo = acts.column("min.batch").to_pylist() if "min.batch" in acts.column_names else [None] * n
+    hi = acts.column("max.batch").to_pylist() if "max.batch" in acts.column_names else [None] * n
+    return {urllib.parse.unquote(p): (s, a, b) if a is not None and b is not None else (s, None, None)
+            for p, s, a, b in zip(acts.column("path").to_pylist(), acts.column("size_bytes").to_pylist(), lo, hi)}
+
+
+def _append(uri: str, batch: str, **extra) -> None:
+    write_deltalake(uri, _rows(batch, **extra), mode="append", schema_mode="merge", post_commithook_properties=HOOKS)
+
+
+def _checkpointed(uri: str, config: dict) -> None:
+    DeltaTable.create(uri, _rows("x").schema, configuration={"delta.checkpointInterval": "3", **config})
+    for i in range(7):
+        _append(uri, f"b{i:02d}")
+
+
+def _ops_compact(uri):
+    _checkpointed(uri, {})
+    DeltaTable(uri).optimize.compact(post_commithook_properties=HOOKS)
+    _append(uri, "b20")
+
+
+def _ops_zorder(uri):
+    _checkpointed(uri, {})
+    DeltaTable(uri).optimize.z_order(["v"], post_commithook_properties=HOOKS)
+
+
+def _ops_stats_off(uri):
+    _checkpointed(uri, {"delta.dataSkippingNumIndexedCols": "0"})
+    DeltaTable(uri).optimize.compact(post_commithook_properties=HOOKS)
+    _append(uri, "b20")
+
+
+def _ops_stats_other_columns(uri):
+    _checkpointed(uri, {"delta.dataSkippingStatsColumns": "run_id"})
+    DeltaTable(uri).optimize.compact(post_commithook_properties=HOOKS)
+
+
+def _ops_struct_stats(uri):
+    _checkpointed(uri, {"delta.checkpoint.writeStatsAsStruct": "true", "delta.checkpoint.writeStatsAsJson": "false"})
+    DeltaTable(uri).create_checkpoint()
+
+
+def _ops_vacuum_overwrite(uri):
+    _checkpointed(uri, {})
+    DeltaTable(uri).optimize.compact(post_commithook_properties=HOOKS)
+    DeltaTable(uri).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    write_deltalake(uri, _rows("c00"), mode="overwrite", post_commithook_properties=HOOKS)
+    _append(uri, "c01")
+
+
+def _ops_predicate_overwrite_delete(uri):
+    _checkpointed(uri, {})
+    write_deltalake(uri, _rows("b03"), mode="overwrite", predicate="batch = 'b03'", post_commithook_properties=HOOKS)
+    DeltaTable(uri).delete("batch = 'b01' OR v = 2", post_commithook_properties=HOOKS)
+
+
+def _ops_schema_and_properties(uri):
+    _checkpointed(uri, {})
+    _append(uri, "b10", extra="x")
+    DeltaTable(uri).alter.set_table_properties({"delta.dataSkippingNumIndexedCols": "1"})
+    _append(uri, "b11", extra="y")
+    DeltaTable(uri).alter.set_table_properties({"delta.checkpointInterval": "2",
+                                                "delta.dataSkippingNumIndexedCols": "-1"})
+    _append(uri, "b12")
+
+
+def _ops_cleanup_metadata(uri):
+    _checkpointed(uri, {"delta.logRetentionDuration": "interval 0 seconds"})
+    DeltaTable(uri).create_checkpoint()
+    DeltaTable(uri).cleanup_metadata()
+    _append(uri, "b30")
+
+
+OPERATIONS = {f.__name__.removeprefix("_ops_"): f for f in (
+    _ops_compact, _ops_zorder, _ops_stats_off, _ops_stats_other_columns, _ops_struct_stats, _ops_vacuum_overwrite,
+    _ops_predicate_overwrite_delete, _ops_schema_and_properties, _ops_cleanup_metadata)}
+
+
+def _same_listing(uri: str, ours: dict, theirs: dict, where) -> None:
+    """The same files and sizes; each range delta-rs gives is ours too, and a range only we give (delta-rs
+    shows only the statistics of the columns configured now) is the file's true one."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    assert {p: v[0] for p, v in ours.items()} == {p: v[0] for p, v in theirs.items()}, where
+    for path, (_size, lo, hi) in ours.items():
+        if theirs[path][1] is not None:
+            assert (lo, hi) == theirs[path][1:], (where, path)
+        elif lo is not None:
+            real = pc.min_max(pq.read_table(f"{uri}/{path}", columns=["batch"]).column("batch")).as_py()
+            assert (lo, hi) == (real["min"], real["max"]), (where, path)
+
+
+@pytest.mark.parametrize("name", sorted(OPERATIONS))
+def test_every_version_delta_rs_writes_is_listed_as_delta_rs_lists_it(tmp_path, name):
+    uri = str(tmp_path / "t")
+    OPERATIONS[name](uri)
+    last = DeltaTable(uri).version()
+    kept = sorted(int(n[:20]) for n in os.listdir(f"{uri}/_delta_log") if n.endswith(".json"))
+    first = 0 if kept[0] == 0 else min(int(n[:20]) for n in os.listdir(f"{uri}/_delta_log")
+                                       if ".checkpoint" in n)
+    checked = 0
+    for v in range(first, last + 1):
+        ours = LogReader(uri, "batch").snapshot(v)
+        assert ours.version == v
+        _same_listing(uri, ours.files, _delta_rs(uri, v), (name, v))
+        checked += 1
+    assert checked >= 2
+    _same_listing(uri, LogReader(uri, "batch").snapshot().files, _delta_rs(uri, last), (name, "latest"))
+
+
+def test_struct_only_checkpoint_statistics_are_used(tmp_path):
+    uri = str(tmp_path / "t")
+    _ops_struct_stats(uri)
+    log = f"{uri}/_delta_log"
+    newest = max(n for n in os.listdir(log) if n.endswith(".checkpoint.parquet"))
+    import pyarrow.parquet as pq
+
+    add = pq.read_table(f"{log}/{newest}").column("add").combine_chunks()
+    names = {add.type.field(i).name for i in range(add.type.num_fields)}
+    assert "stats_parsed" in names and ("stats" not in names or add.field("stats").null_count == len(add))
+    for v in range(int(newest[:20]) + 1):  # versions at or below the checkpoint are read from it alone
+        os.remove(f"{log}/{v:020d}.json")
+    snap = LogReader(uri, "batch").snapshot()
+    assert sorted(r[1] for r in snap.files.values()) == [f"b{i:02d}" for i in range(7)]
+
+
+def test_a_gap_in_the_log_is_refused_by_both_readers(tmp_path):
+    root = tmp_path / "lake"
+    uri = str(root / "nodes")
+    _checkpointed(uri, {})
+    os.remove(f"{uri}/_delta_log/{4:020d}.json")  # between the checkpoints of versions 2 and 5...
+    os.remove(f"{uri}/_delta_log/{5:020d}.checkpoint.parquet")  # ...and no newer checkpoint to start from
+    with pytest.raises(Unsupported, match="missing"):
+        LogReader(uri, "batch").snapshot()
+    from perflake.catalogs.delta import DeltaTables
+
+    with pytest.raises(LakeError):
+        DeltaTables(str(root)).live_files("nodes")
+
+
+def _deletion_vector(uri: str, version: int, path: str, size: int) -> None:
+    """A commit as Spark's DELETE with deletion vectors writes it: the file removed and added back with a
+    vector (delta-rs writes none; the vector's bytes are never read: perflake refuses the table first)."""
+    dv = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1, "sizeInBytes": 36,
+          "cardinality": 2}
+    acts = [{"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
+                          "writerFeatures": ["deletionVectors"]}},
+            {"remove": {"path": path, "deletionTimestamp": 1, "dataChange": True}},
+            {"add": {"path": path, "partitionValues": {}, "size": size, "modificationTime": 1, "dataChange": True,
+                     "deletionVector": dv}}]
+    with open(f"{uri}/_delta_log/{version:020d}.json", "w") as fh:
+        fh.write("\n".join(json.dumps(a) for a in acts) + "\n")
+
+
+def test_deletion_vectors_are_refused_not_ignored(tmp_path):
+    uri = str(tmp_path / "t")
+    _checkpointed(uri, {})
+    last = DeltaTable(uri).version()
+    path, (size, _lo, _hi) = next(iter(LogReader(uri, "batch").snapshot().files.items()))
+    _deletion_vector(uri, last + 1, path, size)
+    with pytest.raises(Refused, match="deletion vectors"):
+        LogReader(uri, "batch").snapshot()
+    assert LogReader(uri, "batch").snapshot(last).version == last  # before the vector: still read
+    # a later rewrite of that file without a vector makes the table plain again
+    acts = [{"remove": {"path": path, "deletionTimestamp": 2, "dataChange": True}}]
+    with open(f"{uri}/_delta_log/{last + 2:020d}.json", "w") as fh:
+        fh.write("\n".join(json.dumps(a) for a in acts) + "\n")
+    assert path not in LogReader(uri, "batch").snapshot().files
+
+
+# -- a perflake lake after another tool's operations -----------------------------------------------------------
+@pytest.fixture(scope="module")
+def samples_lake(tmp_path_factory, request):
+    from conftest import DATA, _need
+
+    root = tmp_path_factory.mktemp("conf") / "lake"
+    lake = Lake(root)
+    for name in SAMPLES:
+        report = lake.ingest([_need(DATA / name)])
+        assert not report.failed
+    return root
+
+
+def _answers(root) -> dict:
+    """What perflake says: counts of every table, the runs, and each run's tree text."""
+    lake = Lake(root)
+    out = {t: int(lake.sql(f"select count(*) as n from {t}")["n"][0])
+           for t in ("runs", "nodes", "edges", "metrics", "rank_summary")}
+    out["trees"] = {r: lake.graphframe(r).tree() for r in sorted(lake.runs()["run_id"])}
+    return out
+
+
+def _direct(root) -> dict:
+    """What delta-rs reads of the same tables (every batch in them is committed)."""
+    return {t: DeltaTable(str(root / t)).to_pyarrow_table().num_rows
+            for t in ("runs", "nodes", "edges", "metrics", "rank_summary")}
+
+
+def _copy(src, dst):
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _foreign(root, op: str) -> None:
+    for t in ("nodes", "edges", "metrics", "rank_summary", "runs"):
+        uri = str(root / t)
+        dt_ = DeltaTable(uri)
+        if op == "stats_off_compact":
+            dt_.alter.set_table_properties({"delta.dataSkippingNumIndexedCols": "0"})
+            DeltaTable(uri).optimize.compact()
+        elif op == "stats_other_column_compact":
+            dt_.alter.set_table_properties({"delta.dataSkippingStatsColumns": "run_id"})
+            DeltaTable(uri).optimize.compact()
+        elif op == "struct_stats_checkpoint":
+            dt_.alter.set_table_properties({"delta.checkpoint.writeStatsAsStruct": "true",
+                                            "delta.checkpoint.writeStatsAsJson": "false"})
+            DeltaTable(uri).create_checkpoint()
+            DeltaTable(uri).alter.set_table_properties({"delta.logRetentionDuration": "interval 0 seconds"})
+            DeltaTable(uri).create_checkpoint()
+            DeltaTable(uri).cleanup_metadata()
+        elif op == "zorder_vacuum":
+            dt_.optimize.z_order(["run_id"])
+            DeltaTable(uri).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+        elif op == "compact_checkpoint":
+            dt_.optimize.compact()
+            DeltaTable(uri).create_checkpoint()
+
+
+@pytest.mark.parametrize("op", ["stats_off_compact", "stats_other_column_compact", "struct_stats_checkpoint",
+                                "zorder_vacuum", "compact_checkpoint"])
+def test_a_lake_after_another_tools_operation_answers_as_before(samples_lake, tmp_path, op):
+    root = _copy(samples_lake, tmp_path / "lake")
+    before = _answers(root)
+    assert before["metrics"] == _direct(root)["metrics"] > 0
+    _foreign(root, op)
+    after = _answers(root)
+    assert after == before
+    assert {t: after[t] for t in _direct(root)} == _direct(root)
+    run = sorted(before["trees"])[0]
+    proc = subprocess.run([*PERFLAKE, "tree", run, "--lake", str(root)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.count("\n") > 5, proc.stderr
+    sql = subprocess.run([*PERFLAKE, "sql", "select count(*) as n from metrics", "--lake", str(root)],
+                         capture_output=True, text=True, timeout=120)
+    assert sql.returncode == 0 and str(before["metrics"]) in sql.stdout, sql.stderr
+
+
+def test_a_handle_sees_what_another_writer_did_since(samples_lake, tmp_path):
+    root = _copy(samples_lake, tmp_path / "lake")
+    lake = Lake(root)
+    count = lambda: int(lake.sql("select count(*) as n from metrics")["n"][0])  # noqa: E731
+    n = count()
+    v0 = lake.catalog().versions()
+    DeltaTable(str(root / "metrics")).delete("rank = 0")
+    left = DeltaTable(str(root / "metrics")).to_pyarrow_table().num_rows
+    assert 0 < left < n
+    assert count() == left  # the same handle, a fresh answer
+    v1 = lake.catalog().versions()
+    assert v1["metrics"] == v0["metrics"] + 1 and v1["runs"] == v0["runs"]
+    DeltaTable(str(root / "metrics")).optimize.compact()
+    assert count() == left
+
+
+@pytest.mark.parametrize("op", ["deletion_vector", "partitioned_overwrite", "column_mapping", "rows_without_batch"])
+def test_what_perflake_cannot_read_exactly_is_one_refusal(samples_lake, tmp_path, op):
+    root = _copy(samples_lake, tmp_path / "lake")
+    uri = str(root / "metrics")
+    if op == "deletion_vector":
+        last = DeltaTable(uri).version()
+        path, (size, _lo, _hi) = next(iter(LogReader(uri, "batch").snapshot().files.items()))
+        _deletion_vector(uri, last + 1, path, size)
+    elif op == "partitioned_overwrite":
+        data = DeltaTable(uri).to_pyarrow_table()
+        write_deltalake(uri, data, mode="overwrite", partition_by=["run_id"], schema_mode="overwrite")
+    elif op == "column_mapping":  # as Spark commits it (delta-rs cannot): files then hold physical names
+        meta = next(json.loads(line) for line in open(f"{uri}/_delta_log/{0:020d}.json") if '"metaData"' in line)
+        meta["metaData"]["configuration"]["delta.columnMapping.mode"] = "name"
+        version = DeltaTable(uri).version() + 1
+        with open(f"{uri}/_delta_log/{version:020d}.json", "w") as fh:
+            fh.write(json.dumps({"protocol": {"minReaderVersion": 2, "minWriterVersion": 5}}) + "\n"
+                     + json.dumps(meta) + "\n")
+    else:
+        data = DeltaTable(uri).to_pyarrow_table().slice(0, 5)
+        data = data.set_column(data.schema.get_field_index("batch"), "batch", pa.nulls(5, pa.string()))
+        write_deltalake(uri, data, mode="append")
+    with pytest.raises(LakeError) as err:
+        Lake(root).sql("select count(*) from metrics")
+    assert "\n" not in str(err.value) and "metrics" in str(err.value)
+    proc = subprocess.run([*PERFLAKE, "sql", "select count(*) from metrics", "--lake", str(root)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
