@@ -5,6 +5,7 @@ whose files a vacuum removed."""
 from __future__ import annotations
 
 import datetime as dt
+
 import pytest
 from deltalake import DeltaTable
 
