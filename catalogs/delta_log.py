@@ -143,7 +143,12 @@ class LogReader:
             base = max((v for v in checkpoints if v <= target), default=None)
             snap = Snapshot(-1, {}, ident)
             if base is not None:
-                self._apply_checkpoint(snap, checkpoints[base])
+                try:
+                    self._apply_checkpoint(snap, checkpoints[base])
+                except Unsupported:
+                    raise
+                except Exception as exc:  # a damaged checkpoint: delta-rs may still read the table
+                    raise Unsupported(f"{self.log}: checkpoint {base} unreadable ({exc})") from None
                 snap.version = base
             if any(v not in commits for v in range(snap.version + 1, target + 1)):
                 raise Unsupported(f"{self.log}: commits missing before version {target}")
@@ -189,7 +194,10 @@ class LogReader:
         for line in data.splitlines():
             if not line.strip():
                 continue
-            action = json.loads(line)
+            try:
+                action = json.loads(line)
+            except ValueError:
+                raise Unsupported(f"{self.log}: a commit holds a line that is not JSON") from None
             if "add" in action:
                 adds.append(action["add"])
             elif "remove" in action:
@@ -281,8 +289,15 @@ def identity(location: str) -> tuple | None:
 
 
 def file_name(path: str) -> str:
-    """A log path as a file name: relative paths are URI-encoded in the log; absolute URIs are kept."""
-    return path if "://" in path else urllib.parse.unquote(path)
+    """A log path as a file name: a relative path (URI-encoded in the log) unquoted; an absolute one as a canonical
+    absolute URI, so that ``/a/b``, ``file:/a/b`` and ``file:///a/b`` name one file (the protocol compares paths
+    as URIs: an add and a remove of the same file may spell it differently)."""
+    if "://" not in path and not path.startswith(("/", "file:")):
+        return urllib.parse.unquote(path)
+    parsed = urllib.parse.urlparse(path)
+    if parsed.scheme in ("", "file"):
+        return "file://" + urllib.parse.unquote(parsed.path)
+    return f"{parsed.scheme}://{parsed.netloc}{urllib.parse.unquote(parsed.path)}"
 
 
 def _delegated(log: str, protocol: dict) -> None:

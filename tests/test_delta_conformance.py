@@ -330,3 +330,48 @@ def test_what_perflake_cannot_read_exactly_is_one_refusal(samples_lake, tmp_path
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_absolute_paths_are_one_file_however_spelt(tmp_path):
+    """As Delta's canonicalized-paths golden tables: an add of ``/dir/with%20space/p@%23h`` and a remove of
+    ``file:/dir/with%20space/p@%23h`` name one file; an absolute file outside the table is read where it is."""
+    import pyarrow.parquet as pq
+
+    uri = str(tmp_path / "nodes")
+    DeltaTable.create(uri, _rows("x").schema)
+    elsewhere = tmp_path / "with space"
+    elsewhere.mkdir()
+    pq.write_table(_rows("q"), elsewhere / "p@#h")
+    size = (elsewhere / "p@#h").stat().st_size
+    quoted = urllib.parse.quote(str(elsewhere / "p@#h"))
+    stats = json.dumps({"numRecords": 3, "minValues": {"batch": "q"}, "maxValues": {"batch": "q"}})
+    with open(f"{uri}/_delta_log/{1:020d}.json", "w") as fh:
+        fh.write(json.dumps({"add": {"path": quoted, "partitionValues": {}, "size": size, "modificationTime": 1,
+                                     "dataChange": True, "stats": stats}}) + "\n")
+    snap = LogReader(uri, "batch").snapshot()
+    assert snap.files == {f"file://{elsewhere / 'p@#h'}": (size, "q", "q")}
+    from perflake.catalogs.delta import DeltaTables
+
+    live = DeltaTables(str(tmp_path)).live_files("nodes")
+    assert live.column("path").to_pylist() == [f"file://{elsewhere / 'p@#h'}"]
+    with open(f"{uri}/_delta_log/{2:020d}.json", "w") as fh:
+        fh.write(json.dumps({"remove": {"path": "file:" + quoted, "deletionTimestamp": 2, "dataChange": True}}) + "\n")
+    assert LogReader(uri, "batch").snapshot().files == {}
+    assert LogReader(uri, "batch").snapshot(1).files == snap.files
+
+
+def test_a_damaged_checkpoint_or_commit_is_one_error(tmp_path):
+    from perflake.catalogs.delta import DeltaTables
+
+    root = tmp_path / "lake"
+    uri = str(root / "nodes")
+    _checkpointed(uri, {})
+    with open(f"{uri}/_delta_log/{5:020d}.checkpoint.parquet", "wb") as fh:
+        fh.write(b"PAR1 not really")
+    for v in range(6):
+        os.remove(f"{uri}/_delta_log/{v:020d}.json")
+    with pytest.raises(Unsupported, match="unreadable"):
+        LogReader(uri, "batch").snapshot()
+    with pytest.raises(LakeError) as err:
+        DeltaTables(str(root)).live_files("nodes")
+    assert "\n" not in str(err.value)
