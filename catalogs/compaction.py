@@ -7,8 +7,9 @@ predicate="batch IN (...)")``), sorted by run_id as ingest writes them.  Only co
 runs table names them), so a compacted file never holds rows a reader must not see, and readers keep picking
 files by batch range (catalogs/catalog.py ``files``).  The commit is checked against concurrent ones by
 delta-rs: a concurrent ingest's appends (other batches) do not conflict; two compactions of the same files do,
-and the loser gives up (nothing changed).  Removed files stay on disk for readers that listed them, until
-``perflake vacuum`` (retention: ``--older-than``).
+and the loser gives up (no version changed; the files it had written are untracked -- delta-rs does not say
+which they are -- and ``perflake vacuum`` deletes them once older than its retention).  Removed files stay on
+disk for readers that listed them, until ``perflake vacuum`` (retention: ``--older-than``).
 
 ``ingest`` calls :func:`maybe_compact` after its commits: a table is compacted once it has more than
 ``AUTO_FILES`` files below the target size.
@@ -92,8 +93,12 @@ def compact_table(cat, table: str, *, target: int = TARGET_BYTES, committed: set
 
 
 def compact(cat, *, target: int = TARGET_BYTES, tables=TABLES) -> list[Compacted]:
-    """Compact every table of the lake (only batches the runs table names, for the data tables)."""
+    """Compact every table of the lake (only batches the runs table names, for the data tables).  The runs
+    table last: a reader ``as_of`` a runs version reads the other tables as they were at its commit, so the files
+    the other tables' compactions replace are needed by no runs version committed after them, and a vacuum may
+    remove them once that runs commit is older than its retention (catalogs/vacuum.py)."""
     committed = set(cat.batches())
+    tables = [t for t in tables if t != RUNS] + [t for t in tables if t == RUNS]
     done = [compact_table(cat, t, target=target, committed=committed) for t in tables]
     cat._files.clear()
     return done
