@@ -152,15 +152,24 @@ class DeltaTables:
     # -- writing ----------------------------------------------------------------------------------------
     def append(self, name: str, data: pa.Table) -> None:
         """A blind append (new columns merge into the schema: nullable, NULL in older rows).  delta-rs retries
-        it over concurrent appends; a concurrent schema change (another writer's new metric column) fails it
-        with CommitFailedError, retried here on the reloaded table."""
+        it over concurrent appends.  A concurrent schema change (another writer's new metric column) fails a
+        commit after its data file is written, and that file would stay behind untracked; so new columns are
+        committed first on their own (an empty write: no file), retried over such conflicts, and the data is
+        appended once the table has them."""
         from deltalake import write_deltalake
         from deltalake.exceptions import CommitFailedError
 
         props = writer_properties(data.schema)
         for attempt in range(APPEND_ATTEMPTS):
             try:
-                write_deltalake(self.table(name, fresh=attempt > 0), data, mode="append", schema_mode="merge",
+                t = self.table(name, fresh=attempt > 0)
+                if set(data.schema.names) - set(pa.schema(t.schema()).names):
+                    write_deltalake(t, data.slice(0, 0), mode="append", schema_mode="merge",
+                                    writer_properties=props, post_commithook_properties=_hooks())
+                    t = self.table(name)
+                    if set(data.schema.names) - set(pa.schema(t.schema()).names):
+                        continue  # (not expected: the schema commit is read back at once)
+                write_deltalake(t, data, mode="append", schema_mode="merge",
                                 writer_properties=props, post_commithook_properties=_hooks())
                 return
             except CommitFailedError:

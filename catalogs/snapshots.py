@@ -53,6 +53,13 @@ def _log(cat, table: str) -> str:
     return f"{cat.root}/{table}/_delta_log"
 
 
+def _fresh(cat, path: str) -> None:
+    """Forget what fsspec cached of a folder (s3fs keeps listings: a commit since would be missing)."""
+    invalidate = getattr(cat.fs, "invalidate_cache", None)
+    if invalidate is not None:
+        invalidate(path)
+
+
 def _commit_time(cat, table: str, version: int) -> int:
     """The commit time of a version (ms since the epoch): its commitInfo's timestamp (inCommitTimestamp when the
     table has them), else the commit file's modification time."""
@@ -71,6 +78,7 @@ def _commit_time(cat, table: str, version: int) -> int:
 
 
 def _versions(cat, table: str) -> list[int]:
+    _fresh(cat, _log(cat, table))
     names = cat.fs.ls(_log(cat, table), detail=False)
     out = []
     for name in names:
@@ -106,6 +114,7 @@ def _check_present(cat, table: str, version: int, files: list[str], as_of) -> No
     if not files:
         return
     folder = f"{cat.root}/{table}"
+    _fresh(cat, folder)
     try:
         here = {n.rstrip("/").rsplit("/", 1)[-1] for n in cat.fs.ls(folder, detail=False)}
     except (FileNotFoundError, OSError):

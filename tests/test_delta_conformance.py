@@ -375,3 +375,19 @@ def test_a_damaged_checkpoint_or_commit_is_one_error(tmp_path):
     with pytest.raises(LakeError) as err:
         DeltaTables(str(root)).live_files("nodes")
     assert "\n" not in str(err.value)
+
+
+def test_a_successful_ingest_leaves_no_file_that_no_version_lists(tmp_path):
+    """A new lake's first ingest runs tasks side by side; each brings the metric columns to the metrics table.
+    The schema change lost by one of them used to fail its commit after its data file was written (a 19 MB
+    untracked file for 1,000 runs): new columns are now committed on their own first (catalogs/delta.py)."""
+    proc = subprocess.run([*PERFLAKE, "generate", "tau", str(tmp_path / "in"), "--nodes", "50", "--ranks", "4",
+                           "--runs", "200"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    root = tmp_path / "lake"
+    assert not Lake(root).ingest([tmp_path / "in"]).failed
+    for t in ("runs", "nodes", "edges", "metrics", "rank_summary", "ingest_log"):
+        live = {os.path.basename(p) for p in LogReader(str(root / t), "batch").snapshot().files}
+        here = {n for n in os.listdir(root / t) if n.endswith(".parquet")}
+        assert here == live, t
+    assert len(Lake(root).runs()) == 200
