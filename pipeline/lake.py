@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import pyarrow as pa
 
+from perflake.catalogs import metric_columns
 from perflake.catalogs.catalog import Catalog
 from perflake.catalogs.schema import DATA_SCHEMAS, DATA_TABLES, INGEST_LOG, INGEST_LOG_SCHEMA
 from perflake.engine import duck, sqlfiles
@@ -87,6 +88,11 @@ class Lake:
         """The runs catalog as a DataFrame (one row per run)."""
         return self.catalog().runs().to_pandas()
 
+    def versions(self) -> dict[str, int]:
+        """The Delta version of each table the last question read: every call reads the latest committed version
+        of each table it needs, or, with ``as_of``, the versions current when that runs version was committed."""
+        return self.catalog().versions()
+
     def connect(self, *, confined: bool = False, own: bool = False) -> duckdb.DuckDBPyConnection:
         """A fresh DuckDB connection with the views ``runs``, ``nodes``, ``edges``, ``metrics``, ``rank_summary``
         (per run, call path and metric: statistics over the run's locations, catalogs/schema.py) and
@@ -155,7 +161,8 @@ class Lake:
             nodes = sqlfiles.relation(con, "run_nodes", **params).to_arrow_table()
             params = {"files": cat.files("metrics", [row["batch"]]), "run_id": row["run_id"],
                       "metrics": [m.name for m in metrics]}
-            values = sqlfiles.relation(con, "run_metrics", **params).to_arrow_table()
+            values = metric_columns.to_names(sqlfiles.relation(con, "run_metrics", **params).to_arrow_table(),
+                                             ("node_id", "rank", "thread"))
         return self.frame_class.from_tables(nodes, values, metrics, json.loads(row["metadata"] or "{}"),
                                             fmt=row["format"])
 
@@ -238,7 +245,12 @@ class Lake:
 
     def vacuum(self, older_than: float = 3600.0) -> list[str]:
         """Remove the rows of batches that never committed (a crashed ingest) older than ``older_than`` seconds,
-        then the files no version younger than that uses (``as_of`` reaches back that far afterwards)."""
+        then the files no version committed within that many seconds uses (``as_of`` reaches back that far
+        afterwards); judged on the latest version, so a lake opened ``as_of`` is refused (UsageError).  Returns
+        what was removed, each item once (catalogs/vacuum.py)."""
+        if self.as_of is not None:
+            raise UsageError(f"{self.root}: a lake opened as_of={self.as_of!r} cannot be vacuumed (vacuum works on "
+                             "the latest version: open the lake without as_of)")
         from perflake.catalogs.vacuum import vacuum
 
         return vacuum(self.catalog(), older_than)

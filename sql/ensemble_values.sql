@@ -3,7 +3,8 @@
 --          run's locations (rank >= 0, every thread) where the node has a value; absent rows and NULLs
 --          are excluded, rank -1 (a summary profile) is not a location
 -- params: $files, $metric, $one_location
---         $files: metrics Parquet files holding the selected runs; $metric: metric column name;
+--         $files: metrics Parquet files holding the selected runs; $metric: metric name (read from its plain
+--         or encoded column: catalogs/metric_columns.py);
 --         $one_location: true when every selected run has one location (1 rank x 1 thread in the
 --         catalog): its value at a node is then its one row's value and the per-run grouping is skipped
 -- input: selection_t(run_id, group_id): the selected runs and the group of each (a run may be listed
@@ -13,7 +14,9 @@ with picked as (
     select
         run_id,
         node_id,
-        columns(lambda c: c = $metric) as value
+        coalesce(
+            *columns(lambda c: c not in ('run_id', 'node_id', 'rank', 'thread') and lake_metric_name(c) = $metric)
+        ) as value
     from lake_metrics($files)
     where rank >= 0 and run_id in (select s.run_id from selection_t as s)
 ),

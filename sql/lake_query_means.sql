@@ -2,7 +2,8 @@
 -- purpose: per (run, call path), the mean of one metric over the run's rows of that call path (all ranks and
 --          threads), NaN and NULL skipped: what a query condition reads of a node with multi_index_mode "off"
 --          (perflake.query.predicates: pandas' mean per node, with compensated summation as here)
--- params: $files (metrics Parquet files holding the runs), $metric (metric column name)
+-- params: $files (metrics Parquet files holding the runs), $metric (metric name: read from its plain or encoded
+--         column, catalogs/metric_columns.py)
 -- input: query_runs(run_id VARCHAR, run INTEGER): the runs to read and their positions
 -- output: run INTEGER, node_id UBIGINT, value DOUBLE (NULL when no row has a number), n BIGINT (rows); one row per
 --         (run, call path) with at least one metrics row
@@ -16,7 +17,9 @@ with per_node as (
         select
             run_id,
             node_id,
-            columns(lambda c: c = $metric) as value
+            coalesce(
+                *columns(lambda c: c not in ('run_id', 'node_id', 'rank', 'thread') and lake_metric_name(c) = $metric)
+            ) as value
         from lake_metrics($files)
     ) as m
     inner join query_runs as r on m.run_id = r.run_id

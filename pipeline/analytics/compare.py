@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from perflake.analytics import selection
 from perflake.analytics.ensemble import group_stats
+from perflake.catalogs import metric_columns
 from perflake.engine import sqlfiles
 from perflake.errors import LakeError
 from perflake.frame.graph import frame_type
@@ -98,13 +99,19 @@ def _arith(gf1, gf2, op: str, fill_value):
     if set(levels1) != set(levels2):  # else a frame averaged over ranks would be matched with rank 0 alone
         raise ValueError(f"the GraphFrames are indexed differently, ({', '.join(map(str, levels1))}) and "
                          f"({', '.join(map(str, levels2))}): call drop_index_levels() on both or on neither")
-    tables = {"left_t": metrics_table(gf1.dataframe, names), "right_t": metrics_table(gf2.dataframe, names),
-              "nodes_left": nodes_table(gf1), "nodes_right": nodes_table(gf2)}
+    # DuckDB folds column names' case: metrics such as calls and Calls get distinct columns inside the statement
+    keys = ("run_id", "node_id", "rank", "thread")
+    cols = metric_columns.internal(names, (*keys, "side", "metric", "value"))
+    left, right = (metrics_table(gf.dataframe, names) for gf in (gf1, gf2))
+    left, right = (t.rename_columns([*keys, *(cols[c] for c in t.column_names[4:])]) for t in (left, right))
+    tables = {"left_t": left, "right_t": right, "nodes_left": nodes_table(gf1), "nodes_right": nodes_table(gf2)}
     with sqlfiles.scope(tables=tables) as con:
-        sqlfiles.materialize(con, "metric_long", "compare_arith", metrics=names, op=op,
+        sqlfiles.materialize(con, "metric_long", "compare_arith", metrics=[cols[n] for n in names], op=op,
                              fill=None if fill is None else float(fill), keep_left=keep_left)
         wide = sqlfiles.relation(con, "pivot_metrics").to_arrow_table()
         nodes = sqlfiles.relation(con, "compare_union_nodes").to_arrow_table()
+    back = {c: n for n, c in cols.items()}
+    wide = wide.rename_columns([c if c in keys else back.get(c, c) for c in wide.column_names])
     for name in names:  # a metric with no value at all is missing from the pivot
         if name not in wide.column_names:
             wide = wide.append_column(name, pa.nulls(len(wide), pa.float64()))

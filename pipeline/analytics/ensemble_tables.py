@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 
 from perflake.analytics.rank_summary import summarized
 from perflake.analytics.selection import select, union_nodes
+from perflake.catalogs import metric_columns
 from perflake.catalogs.schema import RANK_SUMMARY
 from perflake.engine import duck, sqlfiles
 from perflake.errors import LakeError
@@ -80,6 +81,7 @@ def read_values(lake, runs: pd.DataFrame, metrics: list[str], *, per_rank: bool)
             if table is None:
                 table = sqlfiles.relation(con, "ensemble_frame_values", files=cat.files("metrics", batches),
                                           metrics=list(metrics), per_rank=per_rank, one_location=one).to_arrow_table()
+                table = metric_columns.to_names(table, ("node_id", "profile", "rank"))
         except duckdb.Error as exc:
             raise LakeError(f"reading the ensemble's values: {str(exc).splitlines()[0]}") from None
     columns = {"node_id": table.column("node_id").cast(pa.uint64()), "profile": table.column("profile")}

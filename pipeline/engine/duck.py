@@ -80,12 +80,13 @@ def _own_temp(path: str) -> bool:
 
 
 OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}  # no download, no auto-load
-LAKE_MACROS = ("nodes", "edges", "metrics", "rank_summary")  # sql/macros/lake_<table>.sql
+LAKE_MACROS = ("nodes", "edges", "metrics", "rank_summary", "metric_name")  # sql/macros/lake_<name>.sql
 
 
 def with_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """``con``'s database with the table macros ``lake_nodes(files)``, ``lake_edges``, ``lake_metrics``,
-    ``lake_rank_summary`` that read lake files as perflake sees them (sql/macros/)."""
+    ``lake_rank_summary`` that read lake files as perflake sees them, and ``lake_metric_name(column)``, the
+    metric a metrics column holds (catalogs/metric_columns.py) (sql/macros/)."""
     from perflake.engine import sqlfiles
 
     for table in LAKE_MACROS:

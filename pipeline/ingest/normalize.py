@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from perflake.catalogs import metric_columns
 from perflake.engine import duck, sqlfiles
 from perflake.errors import ReaderError
 from perflake.identity import call_path_ids, frame_keys
@@ -22,6 +23,9 @@ from perflake.ingest.rekey import rekey
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric, ProfileRows
 
 MAX_DEPTH = 2048  # deeper nodes are an error: the ancestor closure (sql/closure.sql) is quadratic in depth
+# the columns beside the metrics in the tables of the sql/ statements here: a metric's column inside them is kept
+# distinct from these and from every other metric's under DuckDB's case-insensitive names (metric_columns.internal)
+INTERNAL_KEYS = ("run_id", "local_id", "node_id", "parent_id", "rank", "thread")
 
 
 @dataclass
@@ -207,10 +211,23 @@ def _check_links(rows: ProfileRows) -> None:
         raise ReaderError(rows.source, "a frame's parent id is below -1 (a root's is -1)")
 
 
+def _renamed(table: pa.Table, columns: dict[str, str]) -> pa.Table:
+    """``table`` with its metric columns renamed by ``columns`` (key columns untouched)."""
+    return table.rename_columns([c if c in INTERNAL_KEYS else columns.get(c, c) for c in table.column_names])
+
+
 def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tuple):
     frames = pa.concat_tables([_with_run(rows.frames, no) for no, rows in items])
     tables = [(no, rows.values) for no, rows in items]  # NaN -> null: in rekey, or _metrics_sql
     names = list(dict.fromkeys(m.name for _, rows in items for m in rows.metrics))
+    back = None
+    cols = metric_columns.internal([*names, *(p[1] for p in to_inc), *(p[1] for p in to_exc)], INTERNAL_KEYS)
+    if not metric_columns.is_identity(cols):  # names DuckDB folds together (calls, Calls): distinct columns inside
+        tables = [(no, _renamed(t, cols)) for no, t in tables]
+        names = [cols[n] for n in names]
+        to_inc = tuple((cols[a], cols[b]) for a, b in to_inc)
+        to_exc = tuple((cols[a], cols[b]) for a, b in to_exc)
+        back = {c: n for n, c in cols.items()}
     for _, rows in items:
         _check_links(rows)
     local = local_nodes(frames)
@@ -255,6 +272,8 @@ def _group(con, items: list[tuple[int, ProfileRows]], to_inc: tuple, to_exc: tup
         counts = {r: (int(a), int(b)) for r, a, b in sqlfiles.relation(cur, "location_counts").fetchall()}
         if metrics is None:
             metrics = cur.table("metrics_t").to_arrow_table()
+        if back is not None:
+            metrics = _renamed(metrics, back)
         return nodes, edges, metrics, counts
 
 

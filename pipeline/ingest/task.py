@@ -19,11 +19,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 from perflake._version import __version__
+from perflake.catalogs import metric_columns
 from perflake.catalogs.catalog import Catalog, new_batch_id
-from perflake.catalogs.schema import RANK_SUMMARY, SCHEMA_VERSION
+from perflake.catalogs.schema import METRICS_KEY_SCHEMA, RANK_SUMMARY, SCHEMA_VERSION
 from perflake.catalogs.well_known import promote
-from perflake.errors import FormatNotRecognized, PerflakeError, ReaderError
+from perflake.errors import FormatNotRecognized, LakeError, PerflakeError, ReaderError
 from perflake.ingest.log import FAILED_BEFORE, PRESENT, Outcome
 from perflake.ingest.normalize import RunFacts, normalize_many
 from perflake.ingest.summarize import summarize
@@ -193,7 +196,8 @@ class _Batch:
             tables = ((RANK_SUMMARY, summarize(batch.metrics)), ("nodes", batch.nodes), ("edges", batch.edges),
                       ("metrics", batch.metrics))
             with ThreadPoolExecutor(len(tables)) as pool:
-                writes = [pool.submit(catalog.write_table, name, batch_id, table) for name, table in tables]
+                writes = [pool.submit(write_metrics, catalog, batch_id, table) if name == "metrics" else
+                          pool.submit(catalog.write_table, name, batch_id, table) for name, table in tables]
                 rows = [run_row(p.sha[:16], p.sha, batch_id, p.candidate.path, p.candidate.kind, p.reader,
                                 batch.runs[p.sha[:16]], p.rows.metadata, len(p.candidate.files), p.candidate.nbytes)
                         for p in self.pending]
@@ -207,6 +211,28 @@ class _Batch:
             p.outcome.duration_s += share * p.rows.values.num_rows
         result.batches.append(BatchResult(batch_id, sorted(rows, key=lambda r: r["run_id"]),
                                           [p.outcome for p in self.pending]))
+
+
+def write_metrics(catalog: Catalog, batch: str, metrics: pa.Table, *, attempts: int = 20) -> None:
+    """Append a batch's metrics rows (metric columns named by the metrics' names) with each metric in its
+    column of the lake (catalogs/metric_columns.py: its plain name, or an encoded one where the name collides
+    with a column the lake has under case-insensitive comparison).  The mapping is made against the table's
+    schema as read now; when the append fails (a concurrent ingest added a colliding column first: delta-rs
+    refuses the duplicate name), the schema is read again and, if the mapping changed, the append retried."""
+    names = [c for c in metrics.column_names if c not in METRICS_KEY_SCHEMA.names]
+    for attempt in range(attempts):
+        try:
+            cols = metric_columns.assign(names, catalog.tables.schema("metrics").names)
+        except ValueError as exc:
+            raise LakeError(f"{catalog.url}: {exc}") from None
+        stored = metrics.rename_columns([cols.get(c, c) if c not in METRICS_KEY_SCHEMA.names else c
+                                         for c in metrics.column_names])
+        try:
+            catalog.write_table("metrics", batch, stored)
+            return
+        except Exception:
+            if attempt == attempts - 1 or metric_columns.assign(names, catalog.tables.schema("metrics").names) == cols:
+                raise  # not a column collision: the error it is
 
 
 def _attempt(c: Candidate, known: Known, seen: dict[str, str]):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from perflake.catalogs import metric_columns
 from perflake.engine import duck, sqlfiles
 from perflake.frame.tables import edges, metrics_table
 from perflake.ingest.normalize import MAX_DEPTH
@@ -26,20 +27,24 @@ def update_inclusive_columns(gf) -> None:
         return
     inc = [inclusive_name(gf, m) for m in exc]
     df = gf.dataframe
+    # names DuckDB keeps apart (it folds case: ``calls`` and ``Calls`` in one table would lose one)
+    cols = metric_columns.internal(exc, ("run_id", "node_id", "rank", "thread", "pos"))
     con = duck.connection()
     try:
-        rows = _one_run(metrics_table(df, exc)).append_column("pos", pa.array(np.arange(len(df), dtype=np.int64)))
+        rows = _one_run(metrics_table(df, exc))
+        rows = rows.rename_columns([cols.get(c, c) for c in rows.column_names])
+        rows = rows.append_column("pos", pa.array(np.arange(len(df), dtype=np.int64)))
         con.register("edges_t", _one_run(edges(gf.graph)))
         con.register("metrics_t", rows)
         sqlfiles.materialize(con, "closure_t", "closure", max_depth=MAX_DEPTH)
-        con.register("inclusive_v", sqlfiles.relation(con, "inclusive_wide", exc=exc))  # private to this cursor
+        con.register("inclusive_v", sqlfiles.relation(con, "inclusive_wide", exc=[cols[e] for e in exc]))
         found = sqlfiles.relation(con, "inclusive_rows").fetchnumpy()
     finally:
         con.close()
     pos = np.asarray(found["pos"], dtype=np.int64)
     for e, name in zip(exc, inc):
         values = np.full(len(df), np.nan)
-        values[pos] = np.ma.filled(np.ma.asarray(found[e], dtype=np.float64), np.nan)  # NULL -> NaN
+        values[pos] = np.ma.filled(np.ma.asarray(found[cols[e]], dtype=np.float64), np.nan)  # NULL -> NaN
         df[name] = values
         if name not in gf.inc_metrics:
             gf.inc_metrics.append(name)
