@@ -20,25 +20,11 @@ from deltalake import DeltaTable, PostCommitHookProperties, write_deltalake
 from perflake import Lake
 from perflake.catalogs.delta_log import LogReader, Refused, Unsupported
 from perflake.errors import LakeError
+from test_delta_log import _delta_rs, _rows
 
 HOOKS = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
 PERFLAKE = [sys.executable, "-m", "perflake.cli.app"]
 SAMPLES = ("tau-cpi-mpi", "caliper-lulesh-cali", "hpctoolkit-cpi-database")
-
-
-def _rows(batch: str, n: int = 3, **extra) -> pa.Table:
-    cols = {"run_id": [f"{batch}-r{i}" for i in range(n)], "batch": [batch] * n, "v": [float(i) for i in range(n)]}
-    cols.update({k: [v] * n for k, v in extra.items()})
-    return pa.table(cols)
-
-
-def _delta_rs(uri: str, version: int) -> dict:
-    acts = pa.table(DeltaTable(uri, version=version).get_add_actions(flatten=True))
-    n = acts.num_rows
-    lo = acts.column("min.batch").to_pylist() if "min.batch" in acts.column_names else [None] * n
-    hi = acts.column("max.batch").to_pylist() if "max.batch" in acts.column_names else [None] * n
-    return {urllib.parse.unquote(p): (s, a, b) if a is not None and b is not None else (s, None, None)
-            for p, s, a, b in zip(acts.column("path").to_pylist(), acts.column("size_bytes").to_pylist(), lo, hi)}
 
 
 def _append(uri: str, batch: str, **extra) -> None:

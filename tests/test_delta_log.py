@@ -36,10 +36,12 @@ def _rows(batch: str, n: int = 3, **extra) -> pa.Table:
 
 
 def _delta_rs(uri: str, version: int) -> dict:
+    """delta-rs's listing: path -> (size, min, max of batch), the range None unless both ends are given."""
     acts = pa.table(DeltaTable(uri, version=version).get_add_actions(flatten=True))
-    lo = acts.column("min.batch").to_pylist() if "min.batch" in acts.column_names else [None] * acts.num_rows
-    hi = acts.column("max.batch").to_pylist() if "max.batch" in acts.column_names else [None] * acts.num_rows
-    return {urllib.parse.unquote(p): (s, a, b)
+    n = acts.num_rows
+    lo = acts.column("min.batch").to_pylist() if "min.batch" in acts.column_names else [None] * n
+    hi = acts.column("max.batch").to_pylist() if "max.batch" in acts.column_names else [None] * n
+    return {urllib.parse.unquote(p): (s, a, b) if a is not None and b is not None else (s, None, None)
             for p, s, a, b in zip(acts.column("path").to_pylist(), acts.column("size_bytes").to_pylist(), lo, hi)}
 
 
