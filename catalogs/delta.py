@@ -180,7 +180,9 @@ class DeltaTables:
 
     def runs_head(self, columns=("content_sha256", "run_id")):
         """(the runs table at its latest version, content hash -> run id at that version), reading only the
-        files not read before (a compaction that removed some starts over)."""
+        files not read before (a compaction that removed some starts over).  A runs table perflake cannot read
+        exactly (deletion vectors, partitions...: delta_log.check) is refused before any write."""
+        self.snapshot("runs")
         t = self.table("runs")
         files = set(t.file_uris())
         if self._runs_files - files:

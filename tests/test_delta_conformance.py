@@ -377,3 +377,16 @@ def test_a_successful_ingest_leaves_no_file_that_no_version_lists(tmp_path):
         here = {n for n in os.listdir(root / t) if n.endswith(".parquet")}
         assert here == live, t
     assert len(Lake(root).runs()) == 200
+
+
+def test_an_ingest_into_a_lake_it_cannot_read_exactly_is_refused(samples_lake, tmp_path, shared_data):
+    root = _copy(samples_lake, tmp_path / "lake")
+    uri = str(root / "runs")
+    last = DeltaTable(uri).version()
+    path, (size, _lo, _hi) = next(iter(LogReader(uri, "batch").snapshot().files.items()))
+    _deletion_vector(uri, last + 1, path, size)
+    proc = subprocess.run([*PERFLAKE, "ingest", str(shared_data("gprof2dot-cpi")), "--lake", str(root)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "deletion vectors" in proc.stderr + proc.stdout
+    assert DeltaTable(uri).version() == last + 1  # no runs committed
