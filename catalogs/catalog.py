@@ -268,13 +268,10 @@ class Catalog:
                 field = RUNS_SCHEMA.field(c)
                 col = got.column(c).cast(field.type) if got is not None else pa.array([], field.type)
                 self._runs_cols[c] = col
+            if "run_id" in missing:
+                _check_unique(self.url, self._runs_cols["run_id"])
         return pa.Table.from_arrays([self._runs_cols[c] for c in names],
                                     schema=pa.schema([RUNS_SCHEMA.field(c) for c in names]))
-
-    def exact(self) -> bool:
-        """Whether data files listed now hold no run outside the pinned runs table: true unless ``as_of`` or a
-        commit to runs since the pin (a compaction since may have merged a newer batch into a listed file)."""
-        return self.as_of is None and self._runs_files is not None and self.tables.version(RUNS) == self._runs_version
 
     def runs(self, batches: list[str] | None = None, columns: list[str] | None = None) -> pa.Table:
         """The runs catalog (one row per run), of the latest version at this call (or ``as_of``), of every
@@ -404,3 +401,16 @@ class Catalog:
     def write_log(self, table: pa.Table) -> None:
         """Append one invocation's attempts to the ingest log (one commit)."""
         self.tables.append(INGEST_LOG, table)
+
+
+def _check_unique(url: str, run_ids: pa.ChunkedArray) -> None:
+    """A run is one row of the runs table: another tool's append of a copy would make every run question
+    ambiguous (which batch holds its rows?), so it is refused, naming the runs."""
+    import pyarrow.compute as pc
+
+    if len(pc.unique(run_ids)) == len(run_ids):
+        return
+    counts = pc.value_counts(run_ids)
+    twice = [v["values"] for v in counts.to_pylist() if v["counts"] > 1]
+    raise LakeError(f"{url}: the runs table holds {len(twice)} run(s) more than once ({', '.join(sorted(twice)[:3])}"
+                    f"{', ...' if len(twice) > 3 else ''}; written by another tool?): delete the extra rows")

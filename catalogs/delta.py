@@ -370,11 +370,27 @@ def _from_delta_rs(t, key: str) -> Snapshot:
 
 
 def _plain(table: pa.Table) -> pa.Table:
-    """Dictionary columns (a data file's ``batch``: catalog.batch_column) as their values' type."""
+    """Dictionary columns (a data file's ``batch``: catalog.batch_column) as their values' type, and the types
+    other writers use for the same data (polars and delta-rs write ``string_view``, others ``large_string`` or
+    ``large_list``, also inside lists and structs) as perflake's own: files of several writers then concatenate."""
     for i, f in enumerate(table.schema):
-        if pa.types.is_dictionary(f.type):
-            table = table.set_column(i, pa.field(f.name, f.type.value_type), table.column(i).cast(f.type.value_type))
+        typ = _plain_type(f.type)
+        if typ != f.type:
+            table = table.set_column(i, pa.field(f.name, typ), table.column(i).cast(typ))
     return table
+
+
+def _plain_type(typ: pa.DataType) -> pa.DataType:
+    if pa.types.is_dictionary(typ):
+        return _plain_type(typ.value_type)
+    if pa.types.is_string_view(typ) or pa.types.is_large_string(typ):
+        return pa.string()
+    if pa.types.is_large_list(typ) or pa.types.is_list_view(typ) or pa.types.is_large_list_view(typ) \
+            or pa.types.is_list(typ):
+        return pa.list_(_plain_type(typ.value_type))
+    if pa.types.is_struct(typ):
+        return pa.struct([pa.field(typ.field(k).name, _plain_type(typ.field(k).type)) for k in range(typ.num_fields)])
+    return typ
 
 
 def to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:

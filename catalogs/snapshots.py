@@ -1,7 +1,7 @@
 """Reading a lake as it was (``Lake(root, as_of=...)``): every table as of one moment, or one clear error.
 
 ``as_of`` names a version of the runs table (an int) or a time (a datetime).  The runs version fixes the
-moment: the commit time of that version (its ``commitInfo.timestamp``, as ``DESCRIBE HISTORY`` shows it).  Each
+moment: the commit time of that version (its commit file's modification time: the storage's clock).  Each
 data table is then read at its newest version committed at or before that moment -- an ingest commits a batch's
 data rows before its runs rows, so that version holds every row the pinned runs name, and nothing another tool
 wrote to the data tables later (a delete, a compaction) changes the answer.  A time before the lake's first
@@ -12,7 +12,6 @@ never an empty or partial answer.
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 from perflake.catalogs.schema import RUNS
 from perflake.errors import LakeError
@@ -42,7 +41,7 @@ def runs_at(cat, as_of) -> tuple[int, list[str]]:
 
 def version_at(cat, table: str) -> int:
     """The version of ``table`` current when the pinned runs version was committed (files checked present)."""
-    moment = _commit_time(cat, RUNS, cat._runs_version)
+    moment = _moment(cat, RUNS, cat._runs_version)
     version = _newest_at(cat, table, moment)
     _found, live = cat.tables.live(table, version)
     _check_present(cat, table, version, live.column("path").to_pylist(), cat.as_of)
@@ -60,54 +59,62 @@ def _fresh(cat, path: str) -> None:
         invalidate(path)
 
 
-def _commit_time(cat, table: str, version: int) -> int:
-    """The commit time of a version (ms since the epoch): its commitInfo's timestamp (inCommitTimestamp when the
-    table has them), else the commit file's modification time."""
-    path = f"{_log(cat, table)}/{version:020d}.json"
-    try:
-        data = cat.fs.cat_file(path)
-    except (FileNotFoundError, OSError):
-        raise LakeError(f"{cat.url}: version {version} of the {table} table is no longer in its log "
-                        "(log files older than the log retention were cleaned up)") from None
-    for line in data.splitlines():
-        if line.strip():
-            info = json.loads(line).get("commitInfo")
-            if info and isinstance(info.get("inCommitTimestamp", info.get("timestamp")), int):
-                return info.get("inCommitTimestamp", info.get("timestamp"))
-    return int(cat.fs.info(path)["mtime"] * 1000) if "mtime" in cat.fs.info(path) else 0
-
-
-def _versions(cat, table: str) -> list[int]:
+def _versions(cat, table: str) -> list[tuple[int, int]]:
+    """(version, commit time in ms) of the commits kept in the table's log, oldest first.  The commit time is
+    the commit file's modification time: the storage's one clock, as Delta defines a commit's time (a writer's
+    ``commitInfo.timestamp`` comes from its own clock, which may be behind another writer's)."""
     _fresh(cat, _log(cat, table))
-    names = cat.fs.ls(_log(cat, table), detail=False)
     out = []
-    for name in names:
-        base = name.rstrip("/").rsplit("/", 1)[-1]
+    for info in cat.fs.ls(_log(cat, table), detail=True):
+        base = info["name"].rstrip("/").rsplit("/", 1)[-1]
         if base.endswith(".json") and len(base) == 25 and base[:20].isdigit():
-            out.append(int(base[:20]))
+            out.append((int(base[:20]), _mtime_ms(info)))
     return sorted(out)
+
+
+def _mtime_ms(info: dict) -> int:
+    when = info.get("mtime", info.get("LastModified", info.get("last_modified")))
+    if isinstance(when, dt.datetime):
+        return int(when.timestamp() * 1000)
+    return int(float(when) * 1000) if when is not None else 0
 
 
 def _first_commit(cat, table: str) -> tuple[int, int] | None:
     versions = _versions(cat, table)
-    return (versions[0], _commit_time(cat, table, versions[0])) if versions else None
+    return versions[0] if versions else None
+
+
+def _times(cat, table: str, until: int | None = None):
+    """(version, commit time) of the kept commits in order, the times made to grow with the versions as Delta's
+    time travel does (a commit stamped before its predecessor -- a writer's clock behind -- counts as 1 ms after
+    it); stops after ``until`` (a version)."""
+    last = None
+    for v, stamp in _versions(cat, table):
+        last = stamp if last is None else max(stamp, last + 1)
+        yield v, last
+        if until is not None and v >= until:
+            return
+
+
+def _moment(cat, table: str, version: int) -> int:
+    """The (monotonic) commit time of ``version``."""
+    for v, stamp in _times(cat, table, until=version):
+        if v == version:
+            return stamp
+    raise LakeError(f"{cat.url}: version {version} of the {table} table is no longer in its log")
 
 
 def _newest_at(cat, table: str, moment: int) -> int:
-    """The newest version of ``table`` whose commit time is at or before ``moment`` (binary search: commit
-    times grow with versions)."""
-    versions = _versions(cat, table)
-    if not versions or _commit_time(cat, table, versions[0]) > moment:
+    """The newest version of ``table`` committed at or before ``moment`` (every kept commit read in order)."""
+    found = None
+    for v, stamp in _times(cat, table):
+        if stamp > moment:
+            break
+        found = v
+    if found is None:
         raise LakeError(f"{cat.url}: the {table} table has no version at {_from_ms(moment).isoformat()} "
                         "that is still in its log")
-    lo, hi = 0, len(versions) - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if _commit_time(cat, table, versions[mid]) <= moment:
-            lo = mid
-        else:
-            hi = mid - 1
-    return versions[lo]
+    return found
 
 
 def _check_present(cat, table: str, version: int, files: list[str], as_of) -> None:

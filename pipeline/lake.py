@@ -106,7 +106,6 @@ class Lake:
         con.register("runs", runs)
         batches = runs.column("batch").to_pylist()
         files = {table: cat.files(table, batches, placeholder=False) for table in DATA_TABLES}
-        con.execute("set variable perflake_exact = $exact", {"exact": cat.exact()}).fetchall()
         for table in DATA_TABLES:
             if files[table]:
                 con.execute(f"set variable perflake_{table}_files = $files", {"files": files[table]}).fetchall()
@@ -157,9 +156,12 @@ class Lake:
         cat = self.catalog()
         metrics = [Metric(m["name"], m["role"], m["unit"], m.get("pair")) for m in row["metrics"]]
         with session(self) as con:
-            params = {"files": cat.files("nodes", [row["batch"]]), "run_id": row["run_id"]}
+            params = {"files": cat.files("nodes", [row["batch"]]), "run_id": row["run_id"], "batch": row["batch"]}
             nodes = sqlfiles.relation(con, "run_nodes", **params).to_arrow_table()
-            params = {"files": cat.files("metrics", [row["batch"]]), "run_id": row["run_id"],
+            if not nodes.num_rows:  # every ingested run has nodes: its rows were removed or rewritten since
+                raise LakeError(f"{self.root}: run {row['run_id']} has no rows in the nodes table under its batch "
+                                f"{row['batch']} (deleted or rewritten by another tool?)")
+            params = {"files": cat.files("metrics", [row["batch"]]), "run_id": row["run_id"], "batch": row["batch"],
                       "metrics": [m.name for m in metrics]}
             values = metric_columns.to_names(sqlfiles.relation(con, "run_metrics", **params).to_arrow_table(),
                                              ("node_id", "rank", "thread"))

@@ -8,7 +8,7 @@
 --         (those no file has are simply absent from the output); $per_rank: one row per rank instead of one
 --         per run; $one_location: true when every selected run has one location (1 rank x 1 thread in the
 --         catalog): a row is then its own mean and the grouping is skipped
--- input: selection_t(run_id): the selected runs
+-- input: selection_t(run_id, batch): the selected runs
 -- output: node_id, profile (the run id), rank (-1 unless $per_rank), one DOUBLE column per metrics-table column
 --         holding a name of $metrics: the name's plain or encoded column (catalogs/metric_columns.py; the caller
 --         names them back with metric_columns.to_names)
@@ -19,13 +19,16 @@ with picked as (
         rank,
         nullif(
             columns(
-                lambda c: c not in ('run_id', 'node_id', 'rank', 'thread')
+                lambda c: c not in ('run_id', 'batch', 'node_id', 'rank', 'thread')
                 and list_contains($metrics, lake_metric_name(c))
             )::double,
             'nan'::double
         )
     from lake_metrics($files)
-    where rank >= 0 and run_id in (select s.run_id from selection_t as s)
+    where rank >= 0 and (run_id, batch) in (select
+        s.run_id,
+        s.batch
+    from selection_t as s)
 ),
 
 single as (

@@ -7,7 +7,7 @@
 --         or encoded column: catalogs/metric_columns.py);
 --         $one_location: true when every selected run has one location (1 rank x 1 thread in the
 --         catalog): its value at a node is then its one row's value and the per-run grouping is skipped
--- input: selection_t(run_id, group_id): the selected runs and the group of each (a run may be listed
+-- input: selection_t(run_id, batch, group_id): the selected runs and the group of each (a run may be listed
 --        under several groups)
 -- output: group_id, run_id, node_id, value (DOUBLE); one row per group, run and node with a value
 with picked as (
@@ -15,10 +15,15 @@ with picked as (
         run_id,
         node_id,
         coalesce(
-            *columns(lambda c: c not in ('run_id', 'node_id', 'rank', 'thread') and lake_metric_name(c) = $metric)
+            *columns(
+                lambda c: c not in ('run_id', 'batch', 'node_id', 'rank', 'thread') and lake_metric_name(c) = $metric
+            )
         ) as value
     from lake_metrics($files)
-    where rank >= 0 and run_id in (select s.run_id from selection_t as s)
+    where rank >= 0 and (run_id, batch) in (select
+        s.run_id,
+        s.batch
+    from selection_t as s)
 ),
 
 per_run as (

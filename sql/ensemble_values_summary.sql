@@ -5,7 +5,7 @@
 --          is total / count there) instead of the per-rank metrics rows
 -- params: $files, $metric
 --         $files: rank_summary Parquet files holding the selected runs; $metric: metric name
--- input: selection_t(run_id, group_id): the selected runs and the group of each (a run may be listed
+-- input: selection_t(run_id, batch, group_id): the selected runs and the group of each (a run may be listed
 --        under several groups)
 -- output: group_id, run_id, node_id, value (DOUBLE); one row per group, run and node with a value
 with final as (
@@ -15,7 +15,7 @@ with final as (
         p.node_id,
         p.total / p.count as value
     from lake_rank_summary($files) as p
-    inner join selection_t as s on p.run_id = s.run_id
+    inner join selection_t as s on p.run_id = s.run_id and p.batch = s.batch
     where p.metric = $metric
 )
 

@@ -3,9 +3,10 @@
 --          row per run, call path and metric: catalogs/schema.py), with each row's share of its run's total,
 --          ranked: the numbers pipeline/analytics/imbalance.py merges from the metrics rows and
 --          pipeline/analytics/imbalance_ranking.py ranks, in the same floating-point operations
--- params: $files, $node_files, $run_ids, $metrics, $k, $ddof, $zero, $by, $min_share, $top
+-- params: $files, $node_files, $run_ids, $batches, $metrics, $k, $ddof, $zero, $by, $min_share, $top
 --         $files: rank_summary Parquet files of the selected runs' batches; $node_files: their nodes files (the
 --         root call paths: a run's total of an inclusive metric is its roots'); $run_ids, $metrics: LISTs;
+--         $batches[i]: the batch of $run_ids[i];
 --         $k: top ranks kept (at most the RANK_SUMMARY_TOP stored); $ddof: std divisor locations - $ddof;
 --         $zero: absent='zero' (every location of the run counts, 0 where the call path has no value);
 --         $by: imbalance, max, std, mean or total; $min_share: rows below it are left out (0: none); $top: the
@@ -28,7 +29,7 @@ with summary as (
         max,
         top_ranks
     from lake_rank_summary($files)
-    where list_contains($run_ids, run_id) and list_contains($metrics, metric)
+    where $batches[list_position($run_ids, run_id)] = batch and list_contains($metrics, metric)
 ),
 
 merged as (  -- merge_partials on one partial: pooled m2, then the zeros of absent locations
@@ -66,7 +67,7 @@ stats as (
 roots as (
     select distinct node_id
     from lake_nodes($node_files)
-    where list_contains($run_ids, run_id) and parent_id is null
+    where $batches[list_position($run_ids, run_id)] = batch and parent_id is null
 ),
 
 counted as (  -- what a run's total adds up: its roots for an inclusive metric, every call path otherwise

@@ -4,7 +4,7 @@
 --          (perflake.query.predicates: pandas' mean per node, with compensated summation as here)
 -- params: $files (metrics Parquet files holding the runs), $metric (metric name: read from its plain or encoded
 --         column, catalogs/metric_columns.py)
--- input: query_runs(run_id VARCHAR, run INTEGER): the runs to read and their positions
+-- input: query_runs(run_id VARCHAR, run INTEGER, batch VARCHAR): the runs to read and their positions
 -- output: run INTEGER, node_id UBIGINT, value DOUBLE (NULL when no row has a number), n BIGINT (rows); one row per
 --         (run, call path) with at least one metrics row
 with per_node as (
@@ -18,11 +18,14 @@ with per_node as (
             run_id,
             node_id,
             coalesce(
-                *columns(lambda c: c not in ('run_id', 'node_id', 'rank', 'thread') and lake_metric_name(c) = $metric)
+                *columns(
+                    lambda c: c not in ('run_id', 'batch', 'node_id', 'rank', 'thread')
+                    and lake_metric_name(c) = $metric
+                )
             ) as value
         from lake_metrics($files)
     ) as m
-    inner join query_runs as r on m.run_id = r.run_id
+    inner join query_runs as r on m.run_id = r.run_id and m.batch = r.batch
     group by r.run, m.node_id
 )
 

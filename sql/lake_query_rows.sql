@@ -3,17 +3,19 @@
 --          multi_index_mode "any" or "all" (perflake/analytics/lake_match.py reduces the rows per node)
 -- params: $files (metrics Parquet files holding the runs), $metric (metric name: read from its plain or encoded
 --         column, catalogs/metric_columns.py)
--- input: query_runs(run_id VARCHAR, run INTEGER): the runs to read and their positions
+-- input: query_runs(run_id VARCHAR, run INTEGER, batch VARCHAR): the runs to read and their positions
 -- output: run INTEGER, node_id UBIGINT, value DOUBLE (NULL where not measured); one row per metrics row
 with final as (
     select
         r.run,
         m.node_id,
         coalesce(
-            *columns(lambda c: c not in ('run_id', 'node_id', 'rank', 'thread') and lake_metric_name(c) = $metric)
+            *columns(
+                lambda c: c not in ('run_id', 'batch', 'node_id', 'rank', 'thread') and lake_metric_name(c) = $metric
+            )
         ) as value
     from lake_metrics($files) as m
-    inner join query_runs as r on m.run_id = r.run_id
+    inner join query_runs as r on m.run_id = r.run_id and m.batch = r.batch
 )
 
 select * from final

@@ -6,7 +6,7 @@
 -- params: $files, $columns, $max_depth
 --         $files: nodes Parquet files holding the selected runs; $columns: LIST of nodes columns to return,
 --         'name' among them (['name'] for tabular results, every column for GraphFrame.from_tables)
--- input: selection_t(run_id, ...): the selected runs
+-- input: selection_t(run_id, batch, ...): the selected runs
 -- output: node_id, the $columns in the nodes table's order but end_line last, path (LIST of names); sorted by
 --         path (tree order, siblings by name)
 with recursive
@@ -16,7 +16,10 @@ picked as (
         parent_id,
         columns(lambda c: (list_contains($columns, c) or c = 'end_line') and c not in ('node_id', 'parent_id'))
     from lake_nodes($files)
-    where run_id in (select s.run_id from selection_t as s)
+    where (run_id, batch) in (select
+        s.run_id,
+        s.batch
+    from selection_t as s)
 ),
 
 union_nodes as (

@@ -68,3 +68,23 @@ def test_a_vacuumed_version_is_one_clear_error(two_ingests):
     with pytest.raises(LakeError, match="removed by a vacuum") as err:
         _count(Lake(root, as_of=versions[0]))
     assert "\n" not in str(err.value)
+
+
+def test_a_commit_stamped_in_the_past_does_not_move_an_older_snapshot(two_ingests):
+    """A writer whose clock is behind stamps its commit before its predecessor's: it still comes after it in
+    time travel (Delta counts it 1 ms after), so an older snapshot does not suddenly include it."""
+    import glob
+    import json
+
+    root, versions, counts = two_ingests
+    log = f"{root}/metrics/_delta_log"
+    v = len(glob.glob(f"{log}/*.json"))
+    add = next(json.loads(line)["add"] for n in sorted(glob.glob(f"{log}/*.json")) for line in open(n)
+               if line.startswith('{"add"'))
+    with open(f"{log}/{v:020d}.json", "x") as fh:
+        fh.write(json.dumps({"commitInfo": {"timestamp": 1700000000000, "operation": "DELETE"}}) + "\n")
+        fh.write(json.dumps({"remove": {"path": add["path"], "deletionTimestamp": 1700000000000,
+                                        "dataChange": True, "size": add["size"]}}) + "\n")
+    assert _count(Lake(root, as_of=versions[0])) == counts[0]
+    assert _count(Lake(root, as_of=versions[1])) == counts[1]
+    assert _count(Lake(root)) < counts[1]  # the latest version has the remove

@@ -390,3 +390,96 @@ def test_an_ingest_into_a_lake_it_cannot_read_exactly_is_refused(samples_lake, t
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
     assert "deletion vectors" in proc.stderr + proc.stdout
     assert DeltaTable(uri).version() == last + 1  # no runs committed
+
+
+def _run_rows(root, table: str, run_id: str) -> pa.Table:
+    data = DeltaTable(str(root / table)).to_pyarrow_table()
+    return data.filter(pa.compute.equal(data.column("run_id"), run_id))
+
+
+def _with(data: pa.Table, **values) -> pa.Table:
+    for name, value in values.items():
+        i = data.schema.get_field_index(name)
+        data = data.set_column(i, name, pa.array([value] * data.num_rows, data.schema.field(i).type))
+    return data
+
+
+def _semi_join_count(root, table: str) -> int:
+    """The README's recipe: the rows whose (run_id, batch) the runs table names, read by delta-rs."""
+    import duckdb
+
+    runs = DeltaTable(str(root / "runs")).to_pyarrow_table(columns=["run_id", "batch"])  # noqa: F841 (in the SQL)
+    rows = DeltaTable(str(root / table)).to_pyarrow_table(columns=["run_id", "batch"])  # noqa: F841
+    return duckdb.sql("select count(*) from rows semi join runs using (run_id, batch)").fetchall()[0][0]
+
+
+def _every_door(lake: Lake, tau: str) -> dict:
+    """The answers of the entry points that read data files: views, one run's frame, statistics, imbalance from
+    the rows and from the summary, a lake query."""
+    ens = lake.ensemble(runs=[tau])
+    return {"sql": {t: int(lake.sql(f"select count(*) as n from {t}")["n"][0])
+                    for t in ("nodes", "edges", "metrics", "rank_summary")},
+            "tree": lake.graphframe(tau).tree(),
+            "ensemble": ens.sort_values("node_id").to_csv(index=False),
+            "imbalance": lake.imbalance([tau], source="rows").sort_values(["node_id", "metric"]).to_csv(index=False),
+            "summary": lake.imbalance([tau]).sort_values(["node_id", "metric"]).to_csv(index=False),
+            "query": lake.query('MATCH (".", p)->("*") WHERE p."name" =~ ".*"', runs=[tau]).shape}
+
+
+@pytest.mark.parametrize("case", ["leftover_then_compact", "mixed_file", "foreign_run_id", "rows_under_another_batch"])
+def test_rows_other_tools_put_beside_committed_ones_are_not_read(samples_lake, tmp_path, case):
+    """Rows whose (run_id, batch) the runs table does not name are never read, whatever file holds them: a
+    crashed ingest's rows merged into committed files by another tool's compaction, one appended file mixing
+    committed and uncommitted rows, rows of an unknown run under a committed batch, a run's rows copied under
+    another run's batch.  Each entry point that reads data files answers as before, and as delta-rs reads the
+    committed rows."""
+    root = _copy(samples_lake, tmp_path / "lake")
+    runs = DeltaTable(str(root / "runs")).to_pyarrow_table().to_pandas()
+    tau = runs[runs["format"] == "tau"]["run_id"].iloc[0]
+    other_batch = runs[runs["format"] == "caliper"]["batch"].iloc[0]
+    before = _every_door(Lake(root), tau)
+    for table in ("nodes", "metrics", "rank_summary"):
+        rows = _run_rows(root, table, tau)
+        if case == "leftover_then_compact":
+            write_deltalake(str(root / table), _with(rows, batch="20261127T235959000000-deadbeef"), mode="append")
+        elif case == "mixed_file":
+            extra = _with(rows, batch="20261127T235959000000-deadbeef")
+            write_deltalake(str(root / table), pa.concat_tables([rows, extra]), mode="append")
+        elif case == "foreign_run_id":
+            write_deltalake(str(root / table), _with(rows, run_id="ffffffffffffffff"), mode="append")
+        else:
+            write_deltalake(str(root / table), _with(rows, batch=other_batch), mode="append")
+        if case in ("leftover_then_compact", "mixed_file"):
+            DeltaTable(str(root / table)).optimize.compact()
+    lake = Lake(root)
+    after = _every_door(lake, tau)
+    if case == "mixed_file":  # the committed half is a second copy of committed rows: read as delta-rs reads it
+        for t in ("nodes", "metrics", "rank_summary"):
+            assert after["sql"][t] == _semi_join_count(root, t)
+        return
+    assert after == before
+    for t in ("nodes", "metrics", "rank_summary"):
+        assert after["sql"][t] == _semi_join_count(root, t)
+
+
+def test_tables_other_writers_touched_are_read_or_refused_in_one_line(samples_lake, tmp_path):
+    """delta-rs' update and polars-like appends write strings as string_view: read like perflake's own strings;
+    a runs row appended twice is refused (which batch holds the run?); a run whose rows were rewritten under
+    another batch says so instead of drawing an empty tree."""
+    root = _copy(samples_lake, tmp_path / "lake")
+    runs = DeltaTable(str(root / "runs")).to_pyarrow_table().to_pandas()
+    tau = runs[runs["format"] == "tau"]["run_id"].iloc[0]
+    DeltaTable(str(root / "runs")).update(predicate=f"run_id = '{tau}'", updates={"batch": "'nosuchbatch'"})
+    lake = Lake(root)
+    assert len(lake.runs()) == 3
+    assert int(lake.sql("select count(*) as n from metrics")["n"][0]) == _semi_join_count(root, "metrics")
+    with pytest.raises(LakeError, match="no rows in the nodes table under its batch nosuchbatch"):
+        lake.graphframe(tau)
+    proc = subprocess.run([*PERFLAKE, "tree", tau, "--lake", str(root)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    copy = DeltaTable(str(root / "runs")).to_pyarrow_table()
+    write_deltalake(str(root / "runs"), copy.filter(pa.compute.not_equal(copy.column("run_id"), tau)), mode="append")
+    with pytest.raises(LakeError, match="more than once"):
+        Lake(root).runs()
+    proc = subprocess.run([*PERFLAKE, "runs", "--lake", str(root)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

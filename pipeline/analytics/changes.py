@@ -122,7 +122,7 @@ def changes(lake, order_by: str = "launch_time", *, where: str | None = None, ru
     ordered = sel.runs[sel.runs["run_id"].isin(set(rows["run_id"]))].reset_index(drop=True)
     one = bool(((rows["ranks"] == 1) & (rows["threads"] == 1)).all())
     with session(lake) as con:
-        con.register("selection_t", ordered[["run_id"]].assign(group_id=0))
+        con.register("selection_t", ordered[["run_id", "batch"]].assign(group_id=0))
         spec = run_values(lake.catalog(), rows["batch"].unique(), metric, one)  # the rank summary where there is one
         values = sqlfiles.relation(con, spec["name"], **spec["params"]).df()
         nodes = union_nodes(lake, ordered["run_id"], rows["batch"].unique(), con=con).to_pandas()

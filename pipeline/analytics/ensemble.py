@@ -67,7 +67,7 @@ def group_stats(lake, rows: pd.DataFrame, metric: str, *, stats=("count", "mean"
     """
     stats, probs = parse_stats(stats)
     cat = lake.catalog()
-    selection = rows[["run_id", "group_id"]].reset_index(drop=True)
+    selection = rows[["run_id", "batch", "group_id"]].reset_index(drop=True)
     one = bool(((rows["ranks"] == 1) & (rows["threads"] == 1)).all())  # NULL (unknown) counts as not one
     summary = summarized(cat, rows["batch"].unique())  # per-run values from the rank summary (analytics.rank_summary)
     if scheduler is None:

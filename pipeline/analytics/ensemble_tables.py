@@ -75,7 +75,7 @@ def read_values(lake, runs: pd.DataFrame, metrics: list[str], *, per_rank: bool)
     cat = lake.catalog()
     batches = runs["batch"].unique()
     with session(lake) as con:
-        con.register("selection_t", runs[["run_id"]])
+        con.register("selection_t", runs[["run_id", "batch"]])
         try:
             table = None if per_rank or not summarized(cat, batches) else _summary_values(con, cat, batches, metrics)
             if table is None:

@@ -174,8 +174,8 @@ def imbalance(lake, runs=None, *, metric="time", top: int | None = None, absent:
         for t in parallel.plan(rows.to_dict("records"), lambda b: cat.files("metrics", [b]),
                                task_rows=task_rows or parallel.DEFAULT_TASK_ROWS,
                                split_ranks=task_rows is not None or not local):
-            scan = {"files": t["files"], "run_ids": t["run_ids"], "metric": m, "rank_lo": t["rank_lo"],
-                    "rank_hi": t["rank_hi"]}
+            scan = {"files": t["files"], "run_ids": t["run_ids"], "batch": t["batch"], "metric": m,
+                    "rank_lo": t["rank_lo"], "rank_hi": t["rank_hi"]}
             one_thread = bool((rows[rows["run_id"].isin(t["run_ids"])]["threads"].fillna(1) <= 1).all())
             specs.append(dict(name="imbalance_partial", params={"k": k, "one_thread": one_thread,
                                                                    "count_locations": absent == "zero"},

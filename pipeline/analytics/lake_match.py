@@ -77,15 +77,15 @@ def match_runs(lake, query, run_ids: list[str], multi_index_mode: str) -> pd.Dat
     try:
         if not cat.local:
             con.register_filesystem(cat.fs)
-        con.register("query_runs", pa.table({"run_id": pa.array(run_ids, pa.string()),
-                                              "run": pa.array(np.arange(len(run_ids), dtype=np.int32))}))
         batches = [rows[r]["batch"] for r in run_ids]
+        con.register("query_runs", pa.table({"run_id": pa.array(run_ids, pa.string()),
+                                              "run": pa.array(np.arange(len(run_ids), dtype=np.int32)),
+                                              "batch": pa.array(batches, pa.string())}))
         con.register("runs", cat.snapshot())
         con.execute("set variable perflake_nodes_files = $files", {"files": cat.files("nodes", batches)}).fetchall()
-        con.execute("set variable perflake_exact = $exact", {"exact": cat.exact()}).fetchall()
         con.execute(sqlfiles.load("views/nodes")).fetchall()  # the lake's nodes view, over these runs' batches
         shared = _Shared(con, len(run_ids), _attrs(q), _node_ordering(rows, run_ids))
-        ev = _Evaluator(shared, metrics, multi_index_mode, con, cat.files("metrics", batches), run_ids)
+        ev = _Evaluator(shared, metrics, multi_index_mode, con, cat.files("metrics", batches), run_ids, batches)
         found = ev.answer(q)
     finally:
         con.close()
@@ -248,9 +248,9 @@ def _varying(variants: pa.Table, ids: np.ndarray) -> set:
 class _Evaluator:
     """Element predicates -> packed (call path, run) bits, and the query's answer for every run."""
 
-    def __init__(self, shared: _Shared, metrics: list[frozenset], mode: str, con, metric_files, run_ids):
+    def __init__(self, shared: _Shared, metrics: list[frozenset], mode: str, con, metric_files, run_ids, batches):
         self.s, self.metrics, self.mode, self.con = shared, metrics, mode, con
-        self.metric_files, self.run_ids = metric_files, run_ids
+        self.metric_files, self.run_ids, self.batches = metric_files, run_ids, batches  # batches[i]: run_ids[i]'s
         self._means: dict = {}
         self._locations = None
         self._leaves = None

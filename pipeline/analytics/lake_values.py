@@ -111,9 +111,11 @@ def _runs(ev, runs: np.ndarray):
     """``query_runs`` narrowed to the runs ``runs`` (their positions kept) for the statements inside."""
     picked = np.flatnonzero(runs)
     ev.con.register("query_runs", pa.table({"run_id": pa.array([ev.run_ids[i] for i in picked], pa.string()),
-                                            "run": pa.array(picked.astype(np.int32))}))
+                                            "run": pa.array(picked.astype(np.int32)),
+                                            "batch": pa.array([ev.batches[i] for i in picked], pa.string())}))
     try:
         yield
     finally:
         ev.con.register("query_runs", pa.table({"run_id": pa.array(ev.run_ids, pa.string()),
-                                                "run": pa.array(np.arange(len(ev.run_ids), dtype=np.int32))}))
+                                                "run": pa.array(np.arange(len(ev.run_ids), dtype=np.int32)),
+                                                "batch": pa.array(ev.batches, pa.string())}))

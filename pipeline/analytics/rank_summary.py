@@ -89,9 +89,12 @@ def ranked(lake, sel, metrics: list[str], run_ids: list[str], *, absent: str, k:
     ``scheduler`` when that is a dask.distributed cluster (perflake.engine.parallel)."""
     cat = lake.catalog()
     batches = sorted(set(sel.runs.loc[sel.runs["run_id"].isin(set(run_ids)), "batch"]))
+    batch_of = dict(zip(sel.runs["run_id"], sel.runs["batch"]))
+    picked = sorted(set(run_ids))
     roles = imbalance_ranking.roles(sel.catalog).drop_duplicates(["run_id", "metric"])
     params = {"files": cat.files(RANK_SUMMARY, batches), "node_files": cat.files("nodes", batches),
-              "run_ids": sorted(set(run_ids)), "metrics": list(metrics), "k": k, "ddof": ddof,
+              "run_ids": picked, "batches": [batch_of[r] for r in picked], "metrics": list(metrics), "k": k,
+              "ddof": ddof,
               "zero": absent == "zero", "by": imbalance_ranking.check(by, min_share), "min_share": float(min_share),
               "top": top or None}
     local = scheduler is None or isinstance(scheduler, str) and scheduler.lower() in parallel.LOCAL_SCHEDULERS

@@ -185,7 +185,7 @@ def regress(lake, baseline, candidate, *, metric: str | None = None, test: str =
     cat = lake.catalog()
     one = bool(((rows["ranks"] == 1) & (rows["threads"] == 1)).all())
     with session(lake) as con:
-        con.register("selection_t", rows[["run_id", "group_id"]])
+        con.register("selection_t", rows[["run_id", "batch", "group_id"]])
         spec = run_values(cat, rows["batch"].unique(), metric, one)  # from the rank summary where the lake has it
         sqlfiles.materialize(con, "run_values_t", spec["name"], **spec["params"])
         moments = sqlfiles.relation(con, "regress_moments").df()

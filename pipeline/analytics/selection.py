@@ -206,7 +206,8 @@ def with_metric(sel: Selection, metric: str) -> pd.DataFrame:
 def union_nodes(lake, run_ids, batches, *, full: bool = False, con=None) -> pa.Table:
     """The union of the runs' call paths (sql/union_nodes.sql), sorted by path (tree order): node_id, name, path
     or, ``full``, every nodes column plus path (what GraphFrame.from_tables takes)."""
-    selection = pd.DataFrame({"run_id": pd.unique(pd.Series(run_ids, dtype=object))})
+    pairs = lake.catalog().snapshot(columns=["run_id", "batch"]).to_pandas()  # the pinned runs: each run's batch
+    selection = pairs[pairs["run_id"].isin(set(run_ids))].drop_duplicates("run_id")
     with session(lake, con) as con, sqlfiles.scope(con, tables={"selection_t": selection}) as cur:
         return sqlfiles.relation(cur, "union_nodes", files=lake.catalog().files("nodes", batches),
                                  columns=NODE_COLUMNS if full else PATH_COLUMNS, max_depth=MAX_DEPTH).to_arrow_table()

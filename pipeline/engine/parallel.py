@@ -44,7 +44,8 @@ def plan(rows: Iterable[dict], files_of: Callable[[str], list[str]], *, task_row
     Runs of one batch are packed together (they share one Parquet file, and row-group statistics on the
     sorted ``run_id`` prune the rest); a run bigger than ``task_rows`` gets tasks of its own, one per rank
     range (``rank_lo``..``rank_hi``, the last one open-ended) when ``split_ranks``.  Every task is
-    ``{"files", "run_ids", "rank_lo", "rank_hi"}``; the order is deterministic (batch, then run id).
+    ``{"files", "run_ids", "batch", "rank_lo", "rank_hi"}`` (a task's runs are of one batch); the order is
+    deterministic (batch, then run id).
     """
     if task_rows < 1:
         raise ValueError("task_rows must be >= 1")
@@ -55,7 +56,7 @@ def plan(rows: Iterable[dict], files_of: Callable[[str], list[str]], *, task_row
     for batch in sorted(by_batch):
         files = files_of(batch)
         for run_ids, lo, hi in _pack(sorted(by_batch[batch], key=lambda r: r["run_id"]), task_rows, split_ranks):
-            tasks.append({"files": files, "run_ids": run_ids, "rank_lo": lo, "rank_hi": hi})
+            tasks.append({"files": files, "run_ids": run_ids, "batch": batch, "rank_lo": lo, "rank_hi": hi})
     return tasks
 
 

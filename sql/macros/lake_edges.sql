@@ -1,9 +1,11 @@
 -- name: macros/lake_edges
 -- purpose: the rows of lake edges files as perflake sees them: call-path ids back to UBIGINT (stored as int64,
---          63-bit values: the cast is exact), the ingest batch column left out
+--          63-bit values: the cast is exact), the ingest batch
+--          column kept: readers keep the rows whose (run_id, batch) the runs table names (another tool
+--          may have put other rows in the same files)
 -- params: f  (a list of Parquet files of the edges table: catalogs/catalog.py Catalog.files)
 -- input: Parquet files of the edges Delta table (catalogs/schema.py stored_schema)
 -- output: table macro lake_edges(f): the edges columns of catalogs/schema.py, union_by_name over the files
 create or replace macro lake_edges(f) as table
-    select * exclude (batch) replace (parent_id::ubigint as parent_id, child_id::ubigint as child_id)
+    select * replace (parent_id::ubigint as parent_id, child_id::ubigint as child_id)
     from read_parquet(f, union_by_name = true)

@@ -22,4 +22,7 @@ select
     top_ranks,
     locations
 from lake_rank_summary(getvariable('perflake_rank_summary_files'))
-where getvariable('perflake_exact') or run_id in (select r.run_id from runs as r)
+where (run_id, batch) in (select
+    r.run_id,
+    r.batch
+from runs as r)
