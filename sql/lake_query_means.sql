@@ -16,6 +16,7 @@ with per_node as (
     from (
         select
             run_id,
+            batch,
             node_id,
             coalesce(
                 *columns(

@@ -52,8 +52,8 @@ def test_sql_task_opens_its_own_connection(tmp_path):
     lake = Lake(tmp_path / "lake")
     lake.ingest(write_tau_runs(tmp_path / "gen", nodes=20, ranks=2, runs=1, seed=2))
     row = lake.runs().iloc[0]
-    scan = {"files": lake.catalog().files("metrics", [row["batch"]]), "run_ids": [row["run_id"]], "metric": "time",
-            "rank_lo": 1, "rank_hi": 1}
+    scan = {"files": lake.catalog().files("metrics", [row["batch"]]), "run_ids": [row["run_id"]],
+            "batch": row["batch"], "metric": "time", "rank_lo": 1, "rank_hi": 1}
     table = parallel.sql_task("imbalance_scan", scan)
     assert set(table.column("rank").to_pylist()) == {1} and table.num_rows == row["n_nodes"]
 
