@@ -29,7 +29,9 @@ with summary as (
         max,
         top_ranks
     from lake_rank_summary($files)
-    where $batches[list_position($run_ids, run_id)] = batch and list_contains($metrics, metric)
+    where
+        (run_id, batch) in (select unnest($run_ids), unnest($batches))
+        and list_contains($metrics, metric)
 ),
 
 merged as (  -- merge_partials on one partial: pooled m2, then the zeros of absent locations
@@ -67,7 +69,7 @@ stats as (
 roots as (
     select distinct node_id
     from lake_nodes($node_files)
-    where $batches[list_position($run_ids, run_id)] = batch and parent_id is null
+    where (run_id, batch) in (select unnest($run_ids), unnest($batches)) and parent_id is null
 ),
 
 counted as (  -- what a run's total adds up: its roots for an inclusive metric, every call path otherwise
