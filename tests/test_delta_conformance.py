@@ -251,10 +251,15 @@ def _foreign(root, op: str) -> None:
         elif op == "compact_checkpoint":
             dt_.optimize.compact()
             DeltaTable(uri).create_checkpoint()
+        elif op == "overwrite_same_rows":  # a rewrite of the whole table with its own rows
+            write_deltalake(uri, dt_.to_pyarrow_table(), mode="overwrite")
+        elif op == "property_change":
+            dt_.alter.set_table_properties({"delta.checkpointInterval": "2", "delta.appendOnly": "false"})
+            DeltaTable(uri).create_checkpoint()
 
 
 @pytest.mark.parametrize("op", ["stats_off_compact", "stats_other_column_compact", "struct_stats_checkpoint",
-                                "zorder_vacuum", "compact_checkpoint"])
+                                "zorder_vacuum", "compact_checkpoint", "overwrite_same_rows", "property_change"])
 def test_a_lake_after_another_tools_operation_answers_as_before(samples_lake, tmp_path, op):
     root = _copy(samples_lake, tmp_path / "lake")
     before = _answers(root)
