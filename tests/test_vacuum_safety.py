@@ -107,7 +107,7 @@ def test_files_a_compaction_replaced_seconds_ago_survive_a_60_s_vacuum(tmp_path,
     for t in TABLES:  # written long ago, replaced seconds ago: the replacement's time decides
         for f in old[t]:
             os.utime(root / t / f, (written, written))
-    assert Lake(root).vacuum(older_than=60) == []  # replaced seconds ago: kept
+    assert Lake(root).vacuum(older_than=60) == []  # replaced just now: kept  # not a timing
     assert all(old[t] <= data_files(root, t) for t in TABLES)
     for v in versions:  # every version within the retention still reads every run, whole
         assert counts(Lake(root, as_of=v)) == snapshots[v]
@@ -221,7 +221,7 @@ def test_an_untracked_file_goes_only_once_older_than_the_retention(tmp_path, pro
     for path in hidden:
         os.utime(path, (old, old))
 
-    assert Lake(root).vacuum(older_than=60) == []  # written seconds ago: perhaps a commit still to come
+    assert Lake(root).vacuum(older_than=60) == []  # written just now: perhaps a commit to come  # not a timing
     assert (root / "metrics" / orphan).exists()
     os.utime(root / "metrics" / orphan, (old, old))  # as if written two hours ago
     assert Lake(root).vacuum(older_than=3 * 3600) == []
