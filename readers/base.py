@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from perflake.errors import ReaderError
+from perflake.readers.limits import MAX_FRAME_TEXT  # noqa: F401  (re-exported)
 from perflake.vocabulary import (  # noqa: F401  (re-exported: readers and users import them from here)
     EXCLUSIVE,
     FRAME_ATTRS,
@@ -38,10 +39,6 @@ from perflake.vocabulary import (  # noqa: F401  (re-exported: readers and users
 
 INT32_MAX = 2**31 - 1  # ranks and threads are int32
 INT64_MAX = 2**63 - 1  # lines are int64
-# The longest frame name, file or module a reader accepts, in bytes.  Real names (demangled C++ templates
-# included) stay far below it; a longer one is a damaged file, and it would cost far more than its size
-# downstream (it is hashed into the call-path id of every node below it, perflake/identity.py).
-MAX_FRAME_TEXT = 1 << 16
 
 class Reader(Protocol):
     """What every reader module's ``Reader`` class provides."""
