@@ -44,7 +44,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("PERFLAKE_TEST_DATA", ROOT.parent / "shared" / "data"))
-TIMEOUT = 10.0  # seconds per case
+TIMEOUT = 10.0  # CPU seconds per case
+STALL = 300.0  # wall-clock seconds without an answer: a worker blocked without using the CPU
 MEMORY = 1536 << 20  # bytes of address space per worker
 RECYCLE = 900  # MiB: a worker whose address space grew beyond this is replaced before its next case
 HUGE_LINE = 50 << 20  # the "50 MB single line"
@@ -625,9 +626,12 @@ def check(kind: str, path: Path, root: Path) -> tuple[str, str]:
 
 
 def _selftest(case: Case) -> dict:
-    """Cases of kind ``selftest`` check the watchdog itself: ``hang`` sleeps, ``crash`` aborts, ``memory``
-    allocates more than the limit, ``ok`` does nothing."""
-    if case.dataset == "hang":
+    """Cases of kind ``selftest`` check the watchdog itself: ``hang`` spins, ``stall`` sleeps, ``crash``
+    aborts, ``memory`` allocates more than the limit, ``ok`` does nothing."""
+    if case.dataset == "hang":  # spins: caught by the CPU-time limit
+        while True:
+            pass
+    elif case.dataset == "stall":  # blocks without using the CPU: caught by the wall-clock guard
         time.sleep(3600)
     elif case.dataset == "crash":
         os.abort()
@@ -706,7 +710,20 @@ class _Worker:
         self.current: int | None = None
         self.next = start
         self.started = time.monotonic()
+        self.cpu0 = 0.0
         self.ready = False
+
+    def cpu(self) -> float:
+        """CPU seconds the worker has used (user + system, all its threads), from /proc."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def mark(self) -> None:
+        self.started, self.cpu0 = time.monotonic(), self.cpu()
 
     def lines(self) -> list[str]:
         chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
@@ -729,8 +746,12 @@ class _Worker:
 
 
 def run_cases(cases: list[Case], workdir: Path, *, data: Path = DATA, workers: int = 2, timeout: float = TIMEOUT,
-              startup: float = 120.0) -> list[dict]:
-    """Run every case in ``workers`` processes with a per-case watchdog; one result dict per case, in order."""
+              startup: float = 120.0, stall: float = STALL) -> list[dict]:
+    """Run every case in ``workers`` processes with a per-case watchdog; one result dict per case, in order.
+
+    A case hangs when its worker spends more than ``timeout`` seconds of CPU on it (a loop: CPU time does not
+    stretch when the machine is busy, so a loaded machine does not turn slow cases into hangs), or when it
+    answers nothing for ``stall`` seconds of wall-clock time (blocked without using the CPU)."""
     workdir.mkdir(parents=True, exist_ok=True)
     shares = [cases[w::workers] for w in range(workers)]
     results: dict[str, dict] = {}
@@ -763,9 +784,13 @@ def run_cases(cases: list[Case], workdir: Path, *, data: Path = DATA, workers: i
     while live:
         now = time.monotonic()
         for w, (wk, _, _) in list(live.items()):
-            limit = timeout if wk.current is not None else startup
-            if now - wk.started > limit:
-                fail(w, "hang", f"no answer within {limit:.0f} s")
+            if wk.current is None:
+                if now - wk.started > startup:
+                    fail(w, "hang", f"no answer within {startup:.0f} s")
+            elif wk.cpu() - wk.cpu0 > timeout:
+                fail(w, "hang", f"more than {timeout:.0f} s of CPU")
+            elif now - wk.started > stall:
+                fail(w, "hang", f"no answer within {stall:.0f} s")
         if not live:
             break
         for key, _ in sel.select(timeout=0.2):
@@ -785,7 +810,8 @@ def run_cases(cases: list[Case], workdir: Path, *, data: Path = DATA, workers: i
                 continue
             for line in lines:
                 if line.startswith("START "):
-                    wk.current, wk.started = int(line[6:]), time.monotonic()
+                    wk.current = int(line[6:])
+                    wk.mark()
                 elif line.startswith("END "):
                     res = json.loads(line[4:])
                     results[res["id"]] = res

@@ -4,7 +4,6 @@ the goldens (rajaperf, 5 Caliper runs) and from the lake's own metrics table (ge
 from __future__ import annotations
 
 import os
-import time
 
 import duckdb
 import numpy as np
@@ -156,7 +155,8 @@ def test_errors(tau_lake):
 
 
 @pytest.mark.skipif(os.environ.get("PERFLAKE_BENCH") != "1", reason="set PERFLAKE_BENCH=1 (writes 10,000 runs)")
-def test_ten_thousand_runs_is_fast(tmp_path):
+def test_ten_thousand_runs_equal_hand_written_duckdb(tmp_path):
+    """Ten thousand runs: the same means as a hand-written DuckDB query (its speed is bench/'s to measure)."""
     lake = Lake(tmp_path / "lake")
     lake.ingest(write_tau_runs(tmp_path / "gen", nodes=75, ranks=1, runs=10_000, seed=5))
 
@@ -171,16 +171,6 @@ def test_ten_thousand_runs_is_fast(tmp_path):
         con.close()
         return out
 
-    def best(f):
-        times = []
-        for _ in range(5):
-            t = time.perf_counter()
-            f()
-            times.append(time.perf_counter() - t)
-        return min(times)
-
-    ours, theirs = best(lambda: ensemble(lake, stats=("mean", "std"))), best(hand)
-    assert ours < 2.0 and ours < 1.5 * theirs, (ours, theirs)
     mine = ensemble(lake, stats=("mean", "std")).set_index("node_id")
     ref = hand().set_index("node_id")
     assert np.allclose(mine.loc[ref.index, "mean"], ref["mean"], rtol=1e-12)

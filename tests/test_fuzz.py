@@ -1,5 +1,5 @@
 """Bad input (issue 7, item 2), by fuzzing: mutated copies of the real profiles in ../shared/data, of every
-format, end in a clean perflake error or a correct read -- never another exception, a hang over 10 s, a crash
+format, end in a clean perflake error or a correct read -- never another exception, a hang (10 s of CPU), a crash
 or more than 1.5 GB of address space -- and `perflake ingest` over a folder of them shows no traceback and
 leaves no partial run in the lake.
 
@@ -75,12 +75,11 @@ def test_a_case_id_reproduces_the_same_bytes(tmp_path):
 def test_the_watchdog_reports_hangs_crashes_and_memory(tmp_path):
     """The harness itself: a hang is cut at the time limit, a crash and the memory limit are reported, and
     the cases after them still run (in a fresh worker)."""
-    cases = [fuzz.Case("selftest", name, "none", 0) for name in ("ok", "hang", "ok", "crash", "memory", "ok")]
-    cases = [fuzz.Case(c.kind, c.dataset, c.mutation, i) for i, c in enumerate(cases)]
-    t0 = time.monotonic()
-    results = fuzz.run_cases(cases, tmp_path, workers=1, timeout=2.0)
-    assert [r["outcome"] for r in results] == ["ok", "hang", "ok", "crash", "bug", "ok"]
-    assert time.monotonic() - t0 < 30
+    names = ("ok", "hang", "ok", "crash", "memory", "stall", "ok")
+    cases = [fuzz.Case("selftest", name, "none", i) for i, name in enumerate(names)]
+    results = fuzz.run_cases(cases, tmp_path, workers=1, timeout=2.0, stall=5.0)
+    assert [r["outcome"] for r in results] == ["ok", "hang", "ok", "crash", "bug", "hang", "ok"]
+    assert "CPU" in results[1]["detail"] and "within 5 s" in results[5]["detail"]
     assert "selftest:hang:none:1" in fuzz.summary(results)
 
 
@@ -94,7 +93,6 @@ def test_mutated_inputs_end_in_a_clean_error_or_a_correct_read(fuzz_run):
     outcomes = Counter((r["id"].split(":", 1)[0], r["outcome"]) for r in results)
     for kind in set(REGISTRY) - set(fuzz.GENERATED_ONLY):
         assert outcomes[kind, "ok"] >= 5 and outcomes[kind, "error"] >= 5, (kind, outcomes)
-    assert max(r["seconds"] for r in results) < fuzz.TIMEOUT
 
 
 def test_error_messages_are_one_line_and_name_the_input(fuzz_run):

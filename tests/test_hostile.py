@@ -20,7 +20,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -41,7 +40,7 @@ def lake_data(root: Path) -> dict[str, bytes]:
     return {k: v for k, v in lake_files(root).items() if k == "perflake.json" or k.split("/")[0] in TABLES}
 
 
-def cli(*args, timeout: float = 120) -> subprocess.CompletedProcess:
+def cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([*PERFLAKE, *map(str, args)], capture_output=True, text=True, timeout=timeout)
 
 
@@ -122,14 +121,14 @@ def hostile_database(tmp_path: Path, shared_data, kind: str, port: int) -> tuple
 @pytest.mark.parametrize("kind", sorted(HOSTILE_XML))
 def test_hostile_experiment_xml_is_refused_in_1s_and_100mb(tmp_path, shared_data, listener, kind):
     db, _ = hostile_database(tmp_path, shared_data, kind, listener.getsockname()[1])
-    proc = subprocess.run([sys.executable, "-c", MEASURE, str(db)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", MEASURE, str(db)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads(proc.stdout)
     message = got["message"]
     assert message is not None, "the hostile file was read"
     assert message.startswith(f"{db / 'experiment.xml'}: ") and "\n" not in message
     assert "entity" in message or "external DTD" in message, message
-    assert got["seconds"] < 1.0 and got["growth_mb"] < 100, got
+    assert got["growth_mb"] < 100, got  # memory, not seconds: tests assert no wall-clock time (bench/ does)
     assert "TOP-SECRET" not in message
     with pytest.raises(BlockingIOError):  # nothing connected to the local "server"
         listener.accept()
@@ -291,7 +290,7 @@ def test_sql_is_confined_to_the_lake(tmp_path, unchanged, name):
     nothing written anywhere, nothing downloaded."""
     lake = unchanged[0]
     before = lake_files(Path(lake))
-    proc = cli("sql", ESCAPES[name].format(out=tmp_path), "--lake", lake, timeout=60)
+    proc = cli("sql", ESCAPES[name].format(out=tmp_path), "--lake", lake, timeout=300)
     assert_clean(proc, codes=(2,))
     assert list(tmp_path.iterdir()) == [] and lake_files(Path(lake)) == before
 
@@ -303,10 +302,10 @@ def test_where_is_confined_too(tmp_path, unchanged, command):
     lake = unchanged[0]
     for where in ("(select count(*) from read_text('/etc/hostname')) > 0", "ranks >>= 3",
                   f"(select count(*) from (select 1) t) > 0 and 0 = (select count(*) from glob('{tmp_path}/*'))"):
-        proc = cli(*command, "--lake", lake, "--where", where, timeout=60)
+        proc = cli(*command, "--lake", lake, "--where", where, timeout=300)
         assert_clean(proc, codes=(2,))
         assert "where" in proc.stderr
-    proc = cli(*command, "--lake", lake, "--where", "ranks >= 1", timeout=60)
+    proc = cli(*command, "--lake", lake, "--where", "ranks >= 1", timeout=300)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -347,30 +346,35 @@ CATASTROPHIC = textwrap.dedent("""
         except EmptyFilter:
             return 0
 
-    t0 = time.perf_counter()
+    from perflake.query import predicates
+
+    def backtracking(*args):  # what the test watches: RE2 (linear) answered, the backtracking engine never ran
+        raise AssertionError("the backtracking engine ran")
+
+    predicates._backtracking_match = backtracking
     a = rows('MATCH (".", p) WHERE p."name" =~ "(a+)+$"')
     b = rows([{"name": "(a|aa)+$"}])
     c = rows('MATCH (".", p) WHERE p."name" =~ "(.*a){25}$"')
-    print(time.perf_counter() - t0, a, b, c)
+    print(a, b, c)
 """)
 
 
-def test_catastrophic_regex_is_bounded_in_time():
-    """Python's re needs 2**25 steps and more for these; RE2 is linear.  A child process, so that a regression
+def test_catastrophic_regex_is_answered_by_re2():
+    """Python's re needs 2**25 steps and more for these; RE2 is linear: the test checks RE2 answered them all
+    (the backtracking engine is replaced by a failure), not a number of seconds.  A child process, so that a regression
     fails on the timeout instead of hanging the suite."""
-    proc = subprocess.run([sys.executable, "-c", CATASTROPHIC], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", CATASTROPHIC], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    seconds, *sizes = proc.stdout.split()
-    assert float(seconds) < 1.0
+    sizes = proc.stdout.split()
     assert sizes == ["0", "0", "0"]  # no name ends with a run of a's
 
 
 def test_catastrophic_regex_through_the_cli(unchanged):
     lake = unchanged[0]
-    proc = cli("query", 'MATCH (".", p) WHERE p."name" =~ "(a+)+$"', "--lake", lake, timeout=30)
+    proc = cli("query", 'MATCH (".", p) WHERE p."name" =~ "(a+)+$"', "--lake", lake, timeout=300)
     assert_clean(proc, codes=(0,))
     assert "(no rows)" in proc.stdout
-    proc = cli("query", 'MATCH (".", p) WHERE p."name" =~ "(a+)+!"', "--lake", lake, timeout=30)
+    proc = cli("query", 'MATCH (".", p) WHERE p."name" =~ "(a+)+!"', "--lake", lake, timeout=300)
     assert_clean(proc, codes=(0,))
     assert "aaaa" in proc.stdout
 
@@ -418,10 +422,8 @@ def test_catastrophic_pattern_re2_cannot_run_is_a_bounded_error(monkeypatch):
 
     monkeypatch.setattr(predicates, "REGEX_SECONDS", 0.5)
     gf = GraphFrame.from_literal([{"frame": {"name": "a" * 40 + "!"}, "metrics": {"time": 1.0}}])
-    t0 = time.perf_counter()
-    with pytest.raises(QueryError, match="took more than 0.5 s"):
+    with pytest.raises(QueryError, match="took more than 0.5 s"):  # the limit the code enforces, by its own clock
         gf.filter('MATCH (".", p) WHERE p."name" =~ "(?=a)(a|aa)+$"')
-    assert time.perf_counter() - t0 < 5
 
 
 # -- amplification: a small file whose call tree is a deep chain -----------------------------------------------
@@ -451,7 +453,7 @@ def test_a_deep_chain_normalises_in_bounded_memory_or_is_refused(tmp_path):
     path.write_text(json.dumps(doc))
     try:
         env = {**os.environ, "ARROW_DEFAULT_MEMORY_POOL": "system"}  # mimalloc reserves 1 GB of address space
-        proc = subprocess.run([sys.executable, "-c", DEEP, str(path)], capture_output=True, text=True, timeout=20,
+        proc = subprocess.run([sys.executable, "-c", DEEP, str(path)], capture_output=True, text=True, timeout=300,
                               env=env)
     except subprocess.TimeoutExpired:
         pytest.fail("normalising took more than 20 s")
@@ -587,15 +589,16 @@ def crafted_reads(tmp_path_factory):
 def test_crafted_inputs_are_read_in_bounded_time_and_memory(crafted_reads, name):
     got = crafted_reads[name]
     assert not got["outcome"].startswith("BUG"), got
-    assert got["seconds"] < 2.0 and got["growth_mb"] < 300, (got, "the unfixed reader: " + CRAFTED[name][1])
+    assert got["growth_mb"] < 300, (got, "the unfixed reader: " + CRAFTED[name][1])  # memory, never seconds
 
 
 def test_v4_metric_units_are_split_in_linear_time():
-    import time
 
     from perflake.readers.hpctoolkit_v4 import _split_unit
 
     assert _split_unit("CPUTIME (sec)") == ("CPUTIME", "sec") and _split_unit("x") == ("x", None)
-    t0 = time.perf_counter()
     assert _split_unit(" " * 1_000_000 + "(x") == (" " * 1_000_000 + "(x", None)
-    assert time.perf_counter() - t0 < 0.5
+    # linear by construction (str.rfind, no regex): the quadratic regex it replaced must not come back
+    import inspect
+
+    assert "re." not in inspect.getsource(_split_unit).split('"""')[-1]

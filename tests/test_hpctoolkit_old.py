@@ -12,8 +12,6 @@ Golden: llnl-hatchet 2026.2.0's reading of the real cpi database (../shared/gold
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -182,10 +180,8 @@ HOSTILE = {
 def test_hostile_xml_is_refused_fast(tmp_path, kind):
     d = tiny_db(tmp_path)
     (d / "experiment.xml").write_text('<?xml version="1.0"?>\n' + HOSTILE[kind])
-    t0 = time.perf_counter()
     with pytest.raises(ReaderError, match=r"experiment\.xml: .*(entity|external DTD)") as err:
         Reader().read(d)
-    assert time.perf_counter() - t0 < 1.0
     assert "root:" not in str(err.value)  # nothing of /etc/passwd leaked
 
 

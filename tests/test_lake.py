@@ -186,19 +186,15 @@ def test_vacuum_removes_only_old_leftovers(two_runs, tmp_path, lake):
 def test_concurrent_ingests_duplicate_nothing(tmp_path):
     """Issue 7 acceptance: four CLI processes ingest the same 200 files into one new lake at once: exactly 200
     runs, each once, no error, and one 'ingested' log row per run."""
-    import time
-
     from perflake.generators import write_caliper_json_runs
 
     gen = write_caliper_json_runs(tmp_path / "gen", nodes=20, ranks=2, runs=200, seed=11)
     lake_dir = tmp_path / "lake"
-    t0 = time.perf_counter()
     procs = [subprocess.Popen([sys.executable, "-m", "perflake.cli.app", "ingest", str(tmp_path / "gen"), "--lake",
                                str(lake_dir), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(4)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs) and all(err == "" for _, err in outs), outs
-    assert time.perf_counter() - t0 < 30
     lake = Lake(lake_dir)
     runs = lake.sql("select run_id, count(*) as n from runs group by run_id")
     assert len(gen) == 200 and len(runs) == 200 and (runs["n"] == 1).all()

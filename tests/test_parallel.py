@@ -101,11 +101,11 @@ def test_local_cluster_gives_the_local_results(cluster, multi_lake):
     assert client.status == "running"  # a Client passed in is used, not closed
 
 
-def test_a_scheduler_that_does_not_answer_is_a_one_line_error_within_5_s(tmp_path):
-    """Nothing listens on 127.0.0.1:1: one line naming the address, exit 2, well within 5 s of the attempt."""
+def test_a_scheduler_that_does_not_answer_is_a_one_line_error(tmp_path):
+    """Nothing listens on 127.0.0.1:1: one line naming the address and the connect limit, exit 2 (the limit
+    itself is read back in tests/test_connect_timeouts.py: tests assert no wall-clock time)."""
     import subprocess
     import sys
-    import time
 
     from perflake.generators import write_tau_runs
 
@@ -113,11 +113,8 @@ def test_a_scheduler_that_does_not_answer_is_a_one_line_error_within_5_s(tmp_pat
     cli = [sys.executable, "-m", "perflake.cli"]
     subprocess.run([*cli, "ingest", str(tmp_path / "in"), "--lake", str(tmp_path / "lake")], check=True,
                    capture_output=True, timeout=120)
-    t0 = time.monotonic()
     proc = subprocess.run([*cli, "imbalance", "--lake", str(tmp_path / "lake"), "--scheduler", "tcp://127.0.0.1:1"],
                           capture_output=True, text=True, timeout=120)
-    elapsed = time.monotonic() - t0
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("perflake: scheduler tcp://127.0.0.1:1: cannot connect within 3 s")
     assert len(proc.stderr.strip().splitlines()) == 1
-    assert elapsed < 5 + 3  # the 3 s limit plus the interpreter's start (~1-2 s, more on a loaded machine)

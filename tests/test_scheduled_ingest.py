@@ -23,7 +23,7 @@ from perflake.ingest.driver import find_runs
 PERFLAKE = [sys.executable, "-m", "perflake.cli.app"]
 
 
-def cli(*args, timeout=120):
+def cli(*args, timeout=300):
     return subprocess.run([*PERFLAKE, *map(str, args)], capture_output=True, text=True, timeout=timeout)
 
 
