@@ -21,7 +21,7 @@ import pytest
 from perflake import Lake
 from perflake.generators.tau import write_tau_runs
 
-KILLS = int(os.environ.get("PERFLAKE_KILLS", "50"))
+KILLS = int(os.environ.get("PERFLAKE_KILLS", "25"))  # per window; more with PERFLAKE_KILLS (bench/ and campaigns)
 RUNS = 16
 
 
