@@ -7,6 +7,7 @@ that names the file or object and says what is wrong.  The CLI prints that line 
 
 from __future__ import annotations
 
+import errno
 import os
 
 
@@ -120,5 +121,35 @@ class InteropError(PerflakeError):
     Hatchet's JSON format or layout, or an export cannot be written."""
 
 
+class AddressSpaceTooSmall(PerflakeError):
+    """The address-space limit of the process (``ulimit -v``: RLIMIT_AS) is below what perflake needs to run at
+    all (perflake.engine.resources); the CLI prints the one line and exits 2 before any library starts."""
+
+    def __init__(self, limit_kib: int, need_kib: int):
+        self.limit_kib, self.need_kib = limit_kib, need_kib
+        super().__init__(f"the address-space limit (ulimit -v {limit_kib} KiB) is below the {need_kib} KiB "
+                         f"perflake needs; raise it (ulimit -v {need_kib} or more, or ulimit -v unlimited)")
+
+
 class MetadataKeyWarning(UserWarning):
     """A metadata key some runs lack (their group or filter sees a missing value): named, never silent."""
+
+
+class IngestStopped(LakeError):
+    """An ingest stopped part-way for a failure writing the lake that every further batch would meet too (out of
+    memory, the lake's filesystem refusing writes): ``<lake url>: <what>``.  The runs committed before stay; the
+    batch being written is not visible.  ``report``: the :class:`perflake.ingest.report.IngestReport` of what the
+    ingest did (its inputs that failed, and whether the ingest log could be written)."""
+
+    def __init__(self, message: str, report=None):
+        self.report = report
+        super().__init__(message)
+
+
+class LakeFull(IngestStopped, OSError):
+    """The lake's filesystem is full (or its owner's disk quota used up) while an ingest writes it (an OSError
+    with ``errno`` ENOSPC as well, for callers that catch the disk's own error)."""
+
+    def __init__(self, message: str, report=None):
+        super().__init__(message, report)
+        self.errno = errno.ENOSPC

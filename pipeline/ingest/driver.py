@@ -5,8 +5,11 @@ path, under any name) are skipped.  Atomic: rows are written per batch and becom
 batch's catalog file is committed; the calling process is the one writer of the catalog, under the commit
 lock, and re-checks there what concurrent ingests committed meanwhile.  Every attempt is recorded in the
 ingest log (:mod:`perflake.ingest.log`), which also lets an input that failed be retried only when it
-changed (``retry_failed=True`` retries it anyway).  Parallelism: :mod:`perflake.ingest.task` tasks run by
-Dask (:func:`perflake.engine.parallel.fan_out`).
+changed (``retry_failed=True`` retries it anyway).  A failure writing the lake that every further batch would
+meet too (disk full, out of memory) stops the ingest with :class:`perflake.errors.LakeFull` (or
+IngestStopped): what was committed stays, the batch being written is not visible, its inputs are logged as
+failed (when the log can still be written) and the error carries the report.  Parallelism:
+:mod:`perflake.ingest.task` tasks run by Dask (:func:`perflake.engine.parallel.fan_out`).
 """
 
 from __future__ import annotations
@@ -21,10 +24,28 @@ import pyarrow as pa
 from perflake.catalogs.catalog import Catalog, new_batch_id
 from perflake.catalogs.compaction import maybe_compact
 from perflake.catalogs.schema import RUNS_SCHEMA
+from perflake.errors import IngestStopped, LakeFull, PerflakeError
 from perflake.ingest.log import PRESENT, History, Outcome, read_history, write
 from perflake.ingest.report import IngestReport
 from perflake.ingest.scan import SymlinkEscape, describe, scan
-from perflake.ingest.task import BATCH_ROWS, BATCH_RUNS, BatchResult, Candidate, Known, hash_run, is_transient, run_task
+from perflake.ingest.task import (
+    BATCH_ROWS,
+    BATCH_RUNS,
+    DISK_FULL,
+    PERMISSION,
+    BatchResult,
+    Candidate,
+    Known,
+    disk_full_detail,
+    fail,
+    failure_class,
+    failure_reason,
+    hash_run,
+    is_panic,
+    is_transient,
+    run_task,
+    stops_ingest,
+)
 
 __all__ = ["BATCH_ROWS", "BATCH_RUNS", "IngestReport", "content_hash", "find_runs", "ingest"]
 
@@ -78,6 +99,12 @@ def _plan(catalog: Catalog, paths, report: IngestReport, *, follow_symlinks: boo
     report.failed += found.problems  # reported, not logged: nothing was read (a cron job's empty folder)
     report.ignored += found.ignored
     report.unrecognised += found.unrecognised
+    for path, reason, key in found.unreadable:  # logged like a failed input: once, until it changes
+        source = os.path.abspath(path)
+        if not retry_failed and (before := history.failed_before(history.latest.get(source), key)) is not None:
+            report.skipped_failed.append((source, before))
+        else:
+            report.outcomes.append(Outcome(source, None, "failed", reason, stat_key=key))
     candidates = []
     for kind, path, root in found.runs:
         try:
@@ -86,8 +113,8 @@ def _plan(catalog: Catalog, paths, report: IngestReport, *, follow_symlinks: boo
             report.ignored.append((path, str(exc)))
             continue
         except OSError as exc:
-            reason = f"{path}: {type(exc).__name__}: {exc}"
-            report.outcomes.append(Outcome(os.path.abspath(path), kind, "failed", reason, transient=is_transient(exc)))
+            report.outcomes.append(Outcome(os.path.abspath(path), kind, "failed", failure_reason(path, exc),
+                                           transient=is_transient(exc)))
             continue
         prev = history.latest.get(os.path.abspath(path))
         if min_age > 0 and now - files.newest < min_age:  # still being written, perhaps
@@ -273,21 +300,67 @@ def ingest(catalog: Catalog, paths, *, progress: bool = True, retry_failed: bool
                         committer.commit(br)
                         report.outcomes += br.outcomes
                         continue
-                    except Exception as exc:
+                    except BaseException as exc:
+                        if not isinstance(exc, Exception) and not is_panic(exc):
+                            raise
                         error = exc
+                        if stops_ingest(exc):  # its inputs failed for it: logged, not retried every run
+                            fail(br.outcomes, exc, doing="committing it to the lake")
+                            report.outcomes += br.outcomes
                 catalog.discard(br.batch)  # after a failed commit: not recorded, tried again next time
             error = error or result.error
-    except BaseException:
+    except BaseException as exc:
         bar.close()
         _finish(catalog, report, t0, failing=True)
+        _attach(exc, report)
         raise
     bar.close()
     _finish(catalog, report, t0, failing=error is not None)
     if error is not None:
-        raise error
+        stopped = _stopped(catalog, error, report)
+        if stopped is error:
+            raise error
+        raise stopped from error
     if report.ingested or report.outcomes:
-        maybe_compact(catalog)  # housekeeping: small files past a threshold merged (catalogs/compaction.py)
+        try:
+            maybe_compact(catalog)  # housekeeping: small files past a threshold merged (catalogs/compaction.py)
+        except Exception as exc:
+            if failure_class(exc) != DISK_FULL:
+                raise
+            report.notes.append(f"{catalog.url}: compaction skipped: disk full")  # the next ingest tries again
     return report
+
+
+def _attach(exc: BaseException, report: IngestReport) -> None:
+    """Let the caller of a failing ingest see what it did (the CLI prints the summary, --json the lists)."""
+    try:
+        if getattr(exc, "report", None) is None:
+            exc.report = report
+    except (AttributeError, TypeError):
+        pass
+
+
+def _stopped(catalog: Catalog, error: BaseException, report: IngestReport) -> BaseException:
+    """The error an ingest that could not write its lake raises: one line, with the report attached."""
+    cls = failure_class(error)
+    if isinstance(error, PerflakeError) and cls != DISK_FULL:
+        _attach(error, report)
+        return error
+    failed = sum(1 for o in report.outcomes if o.status == "failed" and o.writing)
+    logged = ("logged as failed: tried again when they change or with --retry-failed" if report.log_error is None
+              else "the ingest log could not be written either, so they are tried again next time")
+    tail = f"; {failed} input(s) not ingested, {logged}" if failed else ""
+    if cls == DISK_FULL:
+        return LakeFull(f"{catalog.url}: disk full writing the lake ({disk_full_detail(error)}){tail}", report)
+    if stops_ingest(error):
+        return IngestStopped(f"{catalog.url}: out of memory writing the lake{tail}", report)
+    if cls == PERMISSION:
+        return IngestStopped(f"{catalog.url}: permission denied writing the lake", report)
+    if is_panic(error):
+        first = (str(error).strip().splitlines() or [""])[0]
+        return IngestStopped(f"{catalog.url}: delta-rs failed writing the lake: {first}", report)
+    _attach(error, report)
+    return error
 
 
 def _finish(catalog: Catalog, report: IngestReport, t0: float, *, failing: bool) -> None:
@@ -305,6 +378,14 @@ def _finish(catalog: Catalog, report: IngestReport, t0: float, *, failing: bool)
     try:
         if write(catalog, report.invocation, report.outcomes) is not None:  # one commit to the ingest_log table
             report.log_file = f"{catalog.url.rstrip('/')}/ingest_log@{report.invocation}"
-    except Exception:
-        if not failing:
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and not is_panic(exc):
             raise
+        cls = failure_class(exc)
+        first = (str(exc).strip().splitlines() or [""])[0]
+        report.log_error = (f"disk full: {disk_full_detail(exc)}" if cls == DISK_FULL else
+                            f"{type(exc).__name__}: {first}")
+        if not failing and cls != DISK_FULL:
+            raise
+        if not failing:  # the runs are committed; only their log is missing: the next ingest finds them present
+            raise LakeFull(f"{catalog.url}: disk full writing the ingest log; the runs ingested are committed", report)

@@ -10,8 +10,28 @@ and not logged again: an invocation that finds nothing new writes nothing.
 
 The log is also the ingest's memory: :func:`read_history` gives the last attempt per source path and the
 content hashes that failed under this perflake version, so that a failed input is retried only when it
-changed (or when asked, or after an upgrade of perflake).  A *transient* failure (memory, I/O: the machine,
-not the input) is retried on the next run.
+changed (or when asked, or after an upgrade of perflake).
+
+Failure classes (:func:`perflake.ingest.task.failure_class`), and when each is tried again:
+
+* the input is bad (truncated, damaged, not a profile; a reader's error): *permanent* -- logged once, then
+  skipped (``skipped_failed``, exit 0) until its bytes change (a ``touch`` alone makes it hashed again, not
+  read), ``--retry-failed`` is given, or perflake is upgraded;
+* out of memory reading or normalising it (``MemoryError``, pyarrow's ArrowMemoryError, DuckDB's
+  OutOfMemoryException): *permanent* as well.  The same input on the same machine would fail the same way on
+  every scheduled run, re-reading it each time; "out of memory reading it (N bytes)" says how big it was;
+* the lake's disk full (ENOSPC, EDQUOT, or EFBIG under a file-size limit; from Python, delta-rs,
+  object_store, pyarrow or DuckDB, found by errno or by the OS's words in their messages): the ingest stops
+  (exit 2; committed runs stay, the batch being written is not visible) and the inputs of that batch are
+  logged as failed with "disk full writing the lake", *permanent*: not the input's fault, but retrying them on
+  every cron run while the disk stays full is what must not happen.  After freeing space, run once with
+  ``--retry-failed`` (or they are tried when they change).  The inputs the stopped ingest did not reach are
+  not logged: the next run tries them, so each input meets a full disk once.  When the disk is too full for
+  the log row itself, the summary says so (``log_error``) and nothing is remembered: the next run tries
+  again, and fails the same way, without crashing;
+* permission denied, a symbolic link loop, a dangling symbolic link (found by the scan or on reading):
+  *permanent* until the entry changes -- a ``chmod`` changes its ctime, hence its ``stat_key``;
+* any other I/O error (EIO, a network file system going away): *transient*, tried again on the next run.
 """
 
 from __future__ import annotations
@@ -43,7 +63,8 @@ class Outcome:
     nbytes: int | None = None
     stat_key: str | None = None
     skip: str | None = None  # PRESENT or FAILED_BEFORE when skipped
-    transient: bool = False  # failed for want of memory or I/O, not because of the input: tried again next time
+    transient: bool = False  # a passing I/O failure, not the input's: tried again next time
+    writing: bool = False  # failed writing the lake (disk full, out of memory): the ingest stopped there
     attempted_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
 
 

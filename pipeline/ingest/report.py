@@ -1,11 +1,33 @@
-"""What one ingest did: the report object, its one-line summary and its machine-readable form."""
+"""What one ingest did: the report object, its one-line summary and its machine-readable form.
+
+Problems are told without flooding: :meth:`IngestReport.problem_lines` gives the first ``PROBLEM_LINES`` of
+them, then one line counting the rest by kind (:func:`problem_kind`: "empty file", "permission denied", ...);
+``--json`` lists every one, with the counts by kind.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from perflake._version import __version__
 from perflake.ingest.log import Outcome
+
+PROBLEM_LINES = 10  # problems printed one per line; the rest are counted by kind
+
+# (kind, words of the reason that tell it), the first match wins; the words are those perflake writes
+_KINDS = (("disk full", ("disk full",)), ("out of memory", ("out of memory",)),
+          ("permission denied", ("permission denied",)), ("symbolic link loop", ("symbolic link loop",)),
+          ("dangling symbolic link", ("dangling symbolic link",)), ("empty file", ("empty file",)),
+          ("no such file or directory", ("no such file or directory",)),
+          ("truncated or damaged", ("truncated", "damaged", "not valid")),
+          ("no reader accepts it", ("no reader accepts", "not a profile")))
+
+
+def problem_kind(path: str, reason: str) -> str:
+    """The kind of a problem, from its one-line reason (the path it starts with left out)."""
+    text = (reason[len(path) + 2:] if reason.startswith(f"{path}: ") else reason).lower()
+    return next((kind for kind, words in _KINDS if any(w in text for w in words)), "other")
 
 
 @dataclass
@@ -23,6 +45,8 @@ class IngestReport:
     outcomes: list[Outcome] = field(default_factory=list)  # every attempt, as logged
     invocation: str = ""
     log_file: str | None = None
+    log_error: str | None = None  # why the ingest log could not be written (the attempts are then not remembered)
+    notes: list[str] = field(default_factory=list)  # housekeeping not done (compaction on a full disk)
     duration_s: float = 0.0
 
     def summary(self) -> str:
@@ -36,7 +60,26 @@ class IngestReport:
             text += f", {len(self.settling)} left for later: modified within --min-age"
         if self.unrecognised:
             text += f", {len(self.unrecognised)} inputs look like profiles but no reader accepts them"
+        if self.log_error:
+            text += f"; ingest log not written ({self.log_error}): these attempts are not remembered"
         return text
+
+    def problem_lines(self, limit: int = PROBLEM_LINES, *, leave_out=()) -> list[str]:
+        """The failures then the warnings, one line each for the first ``limit``, then one line counting the
+        rest by kind ("... and 1,990 more: 1,990 empty file").  ``leave_out``: sources told otherwise."""
+        items = [(p, r) for p, r in self.failed if p not in leave_out]
+        items += [(p, f"warning: {r}") for p, r in self.unrecognised]
+        lines = [r for _, r in items[:limit]]
+        rest = items[limit:]
+        if rest:
+            counts = Counter(problem_kind(p, r.removeprefix("warning: ")) for p, r in rest)
+            lines.append(f"... and {len(rest):,} more: " + ", ".join(f"{n:,} {k}" for k, n in counts.most_common())
+                         + " (--json lists them all)")
+        return lines
+
+    def problem_kinds(self) -> dict[str, int]:
+        """Failures and warnings counted by kind (``--json``)."""
+        return dict(Counter(problem_kind(p, r) for p, r in [*self.failed, *self.unrecognised]).most_common())
 
     @property
     def ok(self) -> bool:
@@ -67,5 +110,8 @@ class IngestReport:
             "settling": [{"path": p, "reason": f"modified {age:.0f} s ago, within --min-age"}
                          for p, age in self.settling],
             "unrecognised": [{"path": p, "reason": r} for p, r in self.unrecognised],
+            "problem_kinds": self.problem_kinds(),
             "log_file": self.log_file,
+            "log_error": self.log_error,
+            "notes": list(self.notes),
         }

@@ -9,10 +9,17 @@ scanned directory, by default:
   inside the scanned directory; otherwise it is reported in ``ignored``.
 
 ``follow_symlinks=True`` follows everything (directory cycles are still walked only once).
+
+What cannot be read is named, never skipped silently (``Scan.unreadable``): a directory that cannot be listed
+or a file that cannot be opened ("permission denied"), a symlink that points to itself or round a loop
+("symbolic link loop"), a symlink whose target does not exist ("dangling symbolic link").  Each comes with the
+key of its metadata, so that the ingest logs it once and, like a failed input, tries it again only when that
+changed (a ``chmod`` changes the ctime).  An empty file named like a profile is "empty file", not "damaged".
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -34,6 +41,7 @@ class Scan:
     problems: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): explicit paths with no profile
     ignored: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): symlinks not followed
     unrecognised: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): look like profiles, no reader
+    unreadable: list[tuple[str, str, str]] = field(default_factory=list)  # (path, reason, stat key): see above
 
 
 @dataclass
@@ -57,13 +65,19 @@ def scan(paths, *, follow_symlinks: bool = False) -> Scan:
     for p in paths:
         p = os.fspath(p)
         if not os.path.exists(p):
-            out.problems.append((p, f"{p}: no such file or directory"))
+            if os.path.islink(p):
+                _unreadable(p, out)
+            else:
+                out.problems.append((p, f"{p}: no such file or directory"))
             continue
         if kind := detect(p):
             out.runs.append((kind, p, p))
             continue
+        if not os.path.isdir(p) and _unreadable(p, out):
+            continue
+        before = len(out.unreadable)
         found = _walk(p, follow_symlinks, out) if os.path.isdir(p) else []
-        if not found:
+        if not found and len(out.unreadable) == before:
             hint = part_of(p)
             out.problems.append((p, f"{p}: {hint}" if hint else
                                  f"{p}: not a profile perflake can read, and no profiles found inside"))
@@ -120,7 +134,12 @@ def _walk(root: str, follow: bool, out: Scan) -> list[tuple[str, str, str]]:
     ignored = out.ignored
     root_real = os.path.realpath(root)
     found, seen = [], set()
-    for top, dirs, files in os.walk(root, followlinks=follow):
+
+    def cannot_list(err: OSError) -> None:  # os.walk's onerror: a directory it could not list
+        if err.filename is not None and (err.errno != errno.ENOENT or os.path.islink(err.filename)):
+            _unreadable(os.fspath(err.filename), out, err)
+
+    for top, dirs, files in os.walk(root, followlinks=follow, onerror=cannot_list):
         real = os.path.realpath(top)
         if real in seen:  # a cycle of symlinked directories
             dirs[:] = []
@@ -144,9 +163,56 @@ def _walk(root: str, follow: bool, out: Scan) -> list[tuple[str, str, str]]:
                 continue
             if kind := detect(fp):
                 found.append((kind, fp, root))
+            elif _unreadable(fp, out):
+                continue
             elif looks := _looks_like_profile(fp):
-                out.unrecognised.append((fp, f"{fp}: {looks} that no reader accepts (empty, truncated or damaged?)"))
+                if _empty(fp):
+                    out.unrecognised.append((fp, f"{fp}: empty file: {looks} that no reader accepts"))
+                else:
+                    out.unrecognised.append((fp, f"{fp}: {looks} that no reader accepts (truncated or damaged?)"))
     return found
+
+
+def _empty(path: str) -> bool:
+    try:
+        return os.path.getsize(path) == 0
+    except OSError:
+        return False
+
+
+def entry_key(path: str) -> str:
+    """The metadata key of one entry (its own, for a symlink): changes when it is replaced or re-moded."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return ""
+    return hashlib.sha256(f"{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}".encode()
+                          ).hexdigest()
+
+
+def _unreadable(path: str, out: Scan, err: OSError | None = None) -> bool:
+    """When ``path`` cannot be read (``err``: the error listing it, or found by opening it): note why in
+    ``out.unreadable`` and say True."""
+    if err is None:
+        try:
+            st = os.stat(path)
+            if stat.S_ISDIR(st.st_mode):
+                os.scandir(path).close()
+            elif stat.S_ISREG(st.st_mode):
+                os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+            return False
+        except OSError as exc:
+            err = exc
+    if err.errno == errno.ELOOP:
+        what = "symbolic link loop"
+    elif err.errno == errno.ENOENT and os.path.islink(path):
+        what = f"dangling symbolic link (to {os.readlink(path)}, which does not exist)"
+    elif err.errno in (errno.EACCES, errno.EPERM):
+        what = "permission denied" + (" (cannot list the directory)" if os.path.isdir(path) else "")
+    else:
+        what = f"cannot be read: {err.strerror or err}"
+    out.unreadable.append((path, f"{path}: {what}", entry_key(path)))
+    return True
 
 
 def describe(kind: str, path: str, root: str, *, follow_symlinks: bool = False) -> RunFiles:

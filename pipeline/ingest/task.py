@@ -12,6 +12,7 @@ the caller dies).
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import hashlib
 import json
 import os
@@ -123,25 +124,112 @@ def run_row(run_id, sha, batch, source, kind, reader, facts: RunFacts, metadata,
     }
 
 
-def is_transient(exc: BaseException) -> bool:
-    """A failure of the machine rather than of the input (tried again on the next run): memory, I/O errors
-    other than a missing permission (which stays until the file's mode changes, and with it its stat key)."""
+# -- failure classes --------------------------------------------------------------------------------------------
+# A failure of the machine that retrying on every scheduled run would only repeat: permanent for the input it
+# hit (logged once, retried when the input changes, with --retry-failed, or after an upgrade: ingest/log.py).
+OUT_OF_MEMORY, DISK_FULL = "out of memory", "disk full"
+PERMISSION, LINK_LOOP = "permission denied", "symbolic link loop"
+_ERRNOS = {errno.ENOMEM: OUT_OF_MEMORY, errno.ENOSPC: DISK_FULL, errno.EDQUOT: DISK_FULL, errno.EFBIG: DISK_FULL,
+           errno.EACCES: PERMISSION, errno.EPERM: PERMISSION, errno.ELOOP: LINK_LOOP}
+# how delta-rs (Rust's io::Error: "... (os error 28)"), object_store, pyarrow and DuckDB word them
+_TEXTS = ((DISK_FULL, ("no space left on device", "disk quota exceeded", "file too large", "os error 28)",
+                       "os error 122)", "os error 27)")),
+          (OUT_OF_MEMORY, ("out of memory", "cannot allocate memory", "bad_alloc", "os error 12)",
+                           "failed to allocate")),
+          (PERMISSION, ("permission denied", "operation not permitted", "os error 13)", "os error 1)")),
+          (LINK_LOOP, ("too many levels of symbolic links", "os error 40)")))
+
+
+def _chain(exc: BaseException):
+    """``exc`` and the exceptions it was raised from or during (a reader's ``raise ReaderError(...) from None``
+    still keeps the OSError it caught as its context)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def failure_class(exc: BaseException) -> str | None:
+    """OUT_OF_MEMORY, DISK_FULL, PERMISSION or LINK_LOOP when ``exc`` (or what it was raised from) is one,
+    else None.  Read from the type and errno, or else from the text: delta-rs, object_store and DuckDB raise
+    their own exception types (DeltaError, a Rust panic, duckdb.IOException) naming the OS error in words."""
     import duckdb
 
-    if isinstance(exc, (MemoryError, duckdb.OutOfMemoryException, duckdb.IOException)):
+    for e in _chain(exc):
+        if isinstance(e, (MemoryError, duckdb.OutOfMemoryException)):  # pyarrow's ArrowMemoryError included
+            return OUT_OF_MEMORY
+        if isinstance(e, OSError) and e.errno in _ERRNOS:
+            return _ERRNOS[e.errno]
+    for e in _chain(exc):
+        if isinstance(e, PerflakeError):  # perflake's own words (they may quote a profile): their causes decide
+            continue
+        text = str(e).lower()
+        for cls, words in _TEXTS:
+            if any(w in text for w in words):
+                return cls
+    return None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A passing failure of the machine (tried again on the next run): an I/O error other than the classes
+    above (which stay until the input changes: retrying every run would repeat them)."""
+    import duckdb
+
+    if failure_class(exc) is not None:
+        return False
+    if isinstance(exc, duckdb.IOException):
         return True
-    return isinstance(exc, OSError) and not isinstance(exc, (PermissionError, IsADirectoryError, NotADirectoryError))
+    return isinstance(exc, OSError) and not isinstance(exc, (IsADirectoryError, NotADirectoryError))
 
 
-def failure_reason(path: str, exc: BaseException) -> str:
-    """One line naming the input and what is wrong."""
+def disk_full_detail(exc: BaseException) -> str:
+    """The OS's words for a disk-full error ("No space left on device", "Disk quota exceeded")."""
+    for e in _chain(exc):
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            return os.strerror(e.errno)
+    text = str(exc).lower()
+    return next((w for w in ("Disk quota exceeded", "File too large") if w.lower() in text), "No space left on device")
+
+
+def failure_reason(path: str, exc: BaseException, *, nbytes: int | None = None, doing: str = "reading it") -> str:
+    """One line naming the input and what is wrong (the class of the failure in words, when it has one)."""
+    cls = failure_class(exc)
+    size = f" ({nbytes:,} bytes)" if nbytes is not None else ""
+    if cls == OUT_OF_MEMORY:
+        return f"{path}: out of memory {doing}{size}"
+    if cls == DISK_FULL:  # reading: a reader's temporary files (DuckDB spilling) found no room
+        where = "writing the lake" if "lake" in doing else f"while {doing}"
+        return f"{path}: disk full {where} ({disk_full_detail(exc)})"
+    if cls in (PERMISSION, LINK_LOOP):
+        name = next((e.filename for e in _chain(exc) if isinstance(e, OSError) and e.filename), None)
+        inner = f" ({name})" if name and os.path.abspath(os.fspath(name)) != os.path.abspath(path) else ""
+        return f"{path}: {cls}{inner}"
     if isinstance(exc, (ReaderError, FormatNotRecognized)):
         return str(exc)
     if isinstance(exc, PerflakeError):
         return f"{path}: {exc}"
-    if isinstance(exc, (OSError, ValueError, UnicodeError, MemoryError)):
+    if isinstance(exc, (OSError, ValueError, UnicodeError)):
         return f"{path}: {type(exc).__name__}: {exc}"
     return f"{path}: internal error (a perflake bug; retried after an upgrade): {type(exc).__name__}: {exc}"
+
+
+def stops_ingest(exc: BaseException) -> bool:
+    """A failure writing the lake that the next batch would meet too: the ingest stops (exit 2)."""
+    return failure_class(exc) in (DISK_FULL, OUT_OF_MEMORY)
+
+
+def is_panic(exc: BaseException) -> bool:
+    """A Rust panic raised into Python by delta-rs (pyo3's PanicException derives from BaseException)."""
+    return type(exc).__name__ == "PanicException"
+
+
+def fail(outcomes, exc: BaseException, *, doing: str) -> None:
+    """Mark ``outcomes`` failed by ``exc`` (a failure writing the lake: the class decides whether it lasts)."""
+    for o in outcomes:
+        o.status, o.skip = "failed", None
+        o.reason = failure_reason(o.source, exc, nbytes=o.nbytes, doing=doing)
+        o.transient, o.writing = is_transient(exc), True
 
 
 @dataclass
@@ -178,7 +266,9 @@ class _Batch:
                 normalize_many([(p.sha[:16], p.rows)])
                 good.append(p)
             except Exception as exc:
-                p.outcome.status, p.outcome.reason = "failed", failure_reason(p.candidate.path, exc)
+                p.outcome.status = "failed"
+                p.outcome.reason = failure_reason(p.candidate.path, exc, nbytes=p.candidate.nbytes,
+                                                  doing="normalising it")
                 p.outcome.transient = is_transient(exc)
                 failed.append(p.outcome)
         self.pending = good
@@ -203,8 +293,11 @@ class _Batch:
                         for p in self.pending]
                 for done in writes:
                     done.result()
-        except BaseException:
+        except BaseException as exc:
             catalog.discard(batch_id)
+            if stops_ingest(exc):  # disk full (or memory): its runs failed, logged so as not to be retried
+                fail([p.outcome for p in self.pending], exc, doing="writing it to the lake")
+                result.outcomes += [p.outcome for p in self.pending]
             raise
         share = (time.perf_counter() - t0) / max(1, self.n_values)
         for p in self.pending:
@@ -253,7 +346,8 @@ def _attempt(c: Candidate, known: Known, seen: dict[str, str]):
         reader = get_reader(c.kind)
         rows = reader.read(c.path)
     except Exception as exc:  # a bad input, or a reader bug on it: this input fails, the others go on
-        out.status, out.reason, out.transient = "failed", failure_reason(c.path, exc), is_transient(exc)
+        out.status, out.transient = "failed", is_transient(exc)
+        out.reason = failure_reason(c.path, exc, nbytes=out.nbytes or c.nbytes)
         return out, None
     finally:
         out.duration_s = time.perf_counter() - t0
@@ -280,5 +374,9 @@ def run_task(catalog: Catalog, candidates: list[Candidate], known: Known) -> Tas
         if batch.pending:
             batch.write(catalog, result)
     except Exception as exc:
+        result.error = exc
+    except BaseException as exc:  # a Rust panic out of delta-rs: an error writing the lake like any other
+        if not is_panic(exc):
+            raise
         result.error = exc
     return result
