@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 NAME_ATTR = 8  # cali.attribute.name: a node of this attribute defines an attribute
 INV_ID = 2**64 - 1  # CALI_INV_ID: node ids are below it
 FRESH = 2**64  # internal ids of re-defined nodes (never a file's id)
+CACHED = 1 << 16  # ref= and attr= texts whose ids are remembered (a profile's records are distinct: bounded)
 
 
 def values(raw) -> list[str]:
@@ -85,12 +86,16 @@ class Bindings:
     def attrs(self, lineno: int, raw) -> tuple[int, ...]:
         got = self.known_attrs.get(raw)
         if got is None:
+            if len(self.known_attrs) >= CACHED:
+                self.known_attrs.clear()
             got = self.known_attrs[raw] = self._ids(lineno, "attr", raw, self.attr_remap)
         return got
 
     def refs(self, lineno: int, raw) -> tuple[int, ...]:
         got = self.known_refs.get(raw)
         if got is None:
+            if len(self.known_refs) >= CACHED:
+                self.known_refs.clear()
             got = self._ids(lineno, "ref", raw, self.remap)
             for ref in got:
                 self._use(lineno, ref)

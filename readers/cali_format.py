@@ -33,6 +33,12 @@ is defined and maps file ids to ids of its own; its ``idmap.insert`` keeps the f
 which definition later references see depends on its own numbering.  perflake follows caliper-reader.  The
 binding itself is :class:`perflake.readers.cali_bindings.Bindings`.
 
+Memory: the file is read in blocks cut at line ends, never whole (:mod:`perflake.readers.cali_stream`); what
+is kept is the context tree (``nodes``) and the records, stored compactly.  Limits
+(:mod:`perflake.readers.limits`), refused as soon as they are seen: a line longer than ``cali_stream.MAX_LINE``
+bytes (found after reading at most that plus one block of it), a node or global value longer than
+``MAX_ATTRIBUTE_TEXT`` bytes, more than ``MAX_NODES`` nodes.
+
 Any violation (unknown record kind, a reference to a node that is not defined when it is needed, a parent
 defined after its child, unequal ``attr``/``data`` lists, a last line without its newline) raises
 :class:`perflake.errors.ReaderError` naming the file and line.  (caliper-reader makes a node whose parent is
@@ -49,6 +55,8 @@ from perflake.errors import ReaderError
 from perflake.readers.base import shown
 from perflake.readers.cali_bindings import FRESH, INV_ID, NAME_ATTR, Bindings
 from perflake.readers.cali_bindings import values as _values
+from perflake.readers.cali_stream import Records, check_value, line_blocks
+from perflake.readers.limits import MAX_FRAME_TEXT, MAX_NODES
 
 ASVALUE, HIDDEN, NESTED, GLOBAL = 1, 128, 256, 512
 TYPE_ATTR, PROP_ATTR = 9, 10
@@ -119,8 +127,8 @@ class CaliFile:
     def __init__(self, path: str):
         self.path = path
         self.nodes: dict[int, tuple[int, str, int]] = dict(BOOTSTRAP)  # id -> (attribute id, value, parent id)
-        self.records: list[tuple] = []  # (line, refs, attrs, values)
-        self.globals: list[tuple] = []
+        self.records = Records()  # ctx records: (line, refs, attrs, values) when iterated
+        self.globals = Records()
         self.redefined = 0  # node definitions that re-bound an id already defined differently
         self.origin: dict[int, tuple[int, int]] = {}  # internal id of a re-definition -> (file id, line)
         self._attrs: dict[int, Attribute] = {}
@@ -225,61 +233,77 @@ def parse(path: str) -> CaliFile:
     A node id defined again with other content is re-bound (module docstring); a node's attribute may be
     defined after the node (resolved when a record first uses the node, else at the end).  Any reference to a
     node that is not defined by then raises ReaderError with the line."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise ReaderError(path, f"cannot read: {exc.strerror or exc}") from None
-    if not data.startswith(b"__rec="):
-        raise ReaderError(path, "not a Caliper .cali file: it does not start with '__rec='")
-    lines = data.decode("utf-8", errors="replace").split("\n")
     cf = CaliFile(path)
-    if lines[-1]:
-        raise cf.error(len(lines), f"truncated: the last line has no newline ({lines[-1][:60]!r})")
     b = Bindings(cf)
     node_line, nodes, remap = _NODE.fullmatch, cf.nodes, b.remap
-    for lineno, line in enumerate(lines, 1):
-        m = node_line(line)
-        if m is not None:  # the usual node line: a first definition whose attribute and parent are defined
-            nid, aid, value, parent = m.groups()
-            nid, aid, parent = int(nid), int(aid), int(parent) if parent else -1
-            if nid not in nodes and aid in nodes and (parent < 0 or parent in nodes):
-                nodes[nid] = (aid, value, remap.get(parent, parent) if remap else parent)
+    most = MAX_NODES + len(BOOTSTRAP)
+    lineno = 0
+    for lines in line_blocks(path):
+        if isinstance(lines, str):  # the end: the text after the last newline
+            if lines:
+                raise cf.error(lineno + 1, f"truncated: the last line has no newline ({lines[:60]!r})")
+            break
+        for line in lines:
+            lineno += 1
+            m = node_line(line)
+            if m is not None:  # the usual node line: a first definition whose attribute and parent are defined
+                nid, aid, value, parent = m.groups()
+                nid, aid, parent = int(nid), int(aid), int(parent) if parent else -1
+                if nid not in nodes and aid in nodes and (parent < 0 or parent in nodes):
+                    if len(value) > MAX_FRAME_TEXT:
+                        check_value(cf, lineno, value)
+                    nodes[nid] = (aid, value, remap.get(parent, parent) if remap else parent)
+                    continue
+            if not line:
                 continue
-        if not line:
-            continue
-        kind, rec = _fields(line)
-        if kind == "ctx" or kind == "globals":
-            refs = b.refs(lineno, rec["ref"]) if "ref" in rec else ()
-            attrs = b.attrs(lineno, rec["attr"]) if "attr" in rec else ()
-            values = _values(rec["data"]) if "data" in rec else []
-            if len(attrs) != len(values):
-                raise cf.error(lineno, f"{len(attrs)} attr ids but {len(values)} data values")
-            (cf.records if kind == "ctx" else cf.globals).append((lineno, refs, attrs, values))
-        elif kind == "node":
-            try:
-                nid, aid = int(_one(cf, lineno, rec, "id")), int(_one(cf, lineno, rec, "attr"))
-                parent = int(_one(cf, lineno, rec, "parent")) if "parent" in rec else -1
-                value = _one(cf, lineno, rec, "data")
-            except (KeyError, ValueError):
-                problem = f"a node record needs integer id, attr and a data field: {line[:80]!r}"
-                raise cf.error(lineno, problem) from None
-            if min(nid, aid, parent + 1) < 0:
-                raise cf.error(lineno, f"a node record holds a negative id: {shown(line[:80])}")
-            if nid >= INV_ID:
-                raise cf.error(lineno, f"node id {shown(nid)} is out of range (Caliper ids are below 2**64 - 1)")
-            if parent >= 0 and parent not in nodes:
-                problem = f"node {shown(nid)} refers to node {shown(parent)}, which is not defined before it"
-                raise cf.error(lineno, problem)
-            b.define(lineno, nid, aid, value, parent)
-        elif kind is None:
-            raise cf.error(lineno, f"a record must start with __rec=<kind>, found {line[:60]!r}")
-        else:
-            raise cf.error(lineno, f"unknown record kind __rec={shown(kind)} (expected node, ctx or globals)")
+            _record(cf, b, lineno, line)
+        if len(nodes) > most:
+            raise cf.error(lineno, f"more than {MAX_NODES} context-tree nodes (limit)")
     if not cf.records and not cf.globals:
         raise cf.error(None, "no ctx or globals record: an empty or truncated file")
     b.finish()
     return cf
+
+
+def _record(cf: CaliFile, b: Bindings, lineno: int, line: str) -> None:
+    """One line other than a usual node line: a ctx or globals record, or a node needing care."""
+    nodes = cf.nodes
+    kind, rec = _fields(line)
+    if kind == "ctx" or kind == "globals":
+        ref_text = rec.get("ref")
+        refs = b.refs(lineno, ref_text) if ref_text is not None else ()
+        attrs = b.attrs(lineno, rec["attr"]) if "attr" in rec else ()
+        raw = rec.get("data")
+        n = 0 if raw is None else raw.count("=") + 1 if isinstance(raw, str) else len(raw)
+        if len(attrs) != n:
+            raise cf.error(lineno, f"{len(attrs)} attr ids but {n} data values")
+        if kind == "globals":
+            for value in _values(raw) if raw is not None else ():
+                check_value(cf, lineno, value)
+        as_written = isinstance(ref_text, str) and not b.remap and max(refs) < 1 << 63
+        (cf.records if kind == "ctx" else cf.globals).append(lineno, refs, attrs, raw,
+                                                               ref_text if as_written else None)
+    elif kind == "node":
+        try:
+            nid, aid = int(_one(cf, lineno, rec, "id")), int(_one(cf, lineno, rec, "attr"))
+            parent = int(_one(cf, lineno, rec, "parent")) if "parent" in rec else -1
+            value = _one(cf, lineno, rec, "data")
+        except (KeyError, ValueError):
+            problem = f"a node record needs integer id, attr and a data field: {line[:80]!r}"
+            raise cf.error(lineno, problem) from None
+        if min(nid, aid, parent + 1) < 0:
+            raise cf.error(lineno, f"a node record holds a negative id: {shown(line[:80])}")
+        if nid >= INV_ID:
+            raise cf.error(lineno, f"node id {shown(nid)} is out of range (Caliper ids are below 2**64 - 1)")
+        if parent >= 0 and parent not in nodes:
+            problem = f"node {shown(nid)} refers to node {shown(parent)}, which is not defined before it"
+            raise cf.error(lineno, problem)
+        check_value(cf, lineno, value)
+        b.define(lineno, nid, aid, value, parent)
+    elif kind is None:
+        raise cf.error(lineno, f"a record must start with __rec=<kind>, found {line[:60]!r}")
+    else:
+        raise cf.error(lineno, f"unknown record kind __rec={shown(kind)} (expected node, ctx or globals)")
 
 
 # -- run metadata ------------------------------------------------------------------------------------------

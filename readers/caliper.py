@@ -56,6 +56,7 @@ node_order.hatchet_numbers) is handed over as ``frame_numbers``: a GraphFrame re
 from __future__ import annotations
 
 import os
+from array import array
 
 import numpy as np
 import pyarrow as pa
@@ -64,6 +65,7 @@ from perflake.errors import ReaderError
 from perflake.readers.base import INT32_MAX, check_frames, line_number, shown
 from perflake.readers.cali_format import NAME_ATTR, PROP_ATTR, TYPE_ATTR, CaliFile, globals_of, parse
 from perflake.readers.cali_legacy import is_frame, is_legacy, record_globals
+from perflake.readers.limits import MAX_CALL_DEPTH, MAX_FRAME_TEXT, MAX_NODES
 from perflake.readers.node_order import NODE_ORDER_COLUMNS, hatchet_numbers, reorder
 from perflake.readers.single_file import SingleFileReader, file_head
 from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
@@ -83,19 +85,35 @@ _NO_EXTRAS: dict = {}
 
 
 class _Tree:
-    """Frames keyed by (parent, type, name, file, line, module); ids in creation order."""
+    """Frames keyed by (parent, type, name, file, line, module); ids in creation order.  A frame beyond a limit
+    (limits.py: deeper than MAX_CALL_DEPTH, more than MAX_NODES frames, a name or file longer than
+    MAX_FRAME_TEXT bytes) is a ReaderError naming ``source``, raised when it would be made."""
 
-    def __init__(self):
+    def __init__(self, source: str):
+        self.source = source
         self.ids: dict[tuple, int] = {}
         self.keys: list[tuple] = []
+        self.depth: list[int] = []
         self._grafted: dict[tuple[int, int], int] = {}
 
     def child(self, parent: int, type_: str, name: str, file=None, line=None, module=None) -> int:
         key = (parent, type_, name, file, line, module)
         fid = self.ids.get(key)
         if fid is None:
+            depth = self.depth[parent] + 1 if parent >= 0 else 1
+            if depth > MAX_CALL_DEPTH or len(self.keys) >= MAX_NODES:
+                what = f"a call path deeper than {MAX_CALL_DEPTH} frames" if depth > MAX_CALL_DEPTH else \
+                    f"more than {MAX_NODES} call-tree nodes"
+                raise ReaderError(self.source, f"{what} (limit)")
+            for text in (name, file, module):
+                if text is not None and len(text) > MAX_FRAME_TEXT // 4:
+                    n = len(text.encode("utf-8", "surrogatepass"))
+                    if n > MAX_FRAME_TEXT:
+                        raise ReaderError(self.source, f"a frame name or file of {n} bytes (limit {MAX_FRAME_TEXT}): "
+                                                       f"{shown(text[:40])}")
             fid = self.ids[key] = len(self.keys)
             self.keys.append(key)
+            self.depth.append(depth)
         return fid
 
     def graft(self, base: int, frame: int) -> int:
@@ -123,6 +141,7 @@ class _Tree:
         if used.all():
             return row_frame
         new_id = np.cumsum(used) - 1
+        self.depth = [d for d, u in zip(self.depth, used) if u]  # a kept frame's ancestors are kept
         self.keys = [(int(new_id[k[0]]) if k[0] >= 0 else -1, *k[1:]) for k, u in zip(self.keys, used) if u]
         self.ids, self._grafted = {k: i for i, k in enumerate(self.keys)}, {}
         return new_id[np.asarray(row_frame, dtype=np.int64)].tolist()
@@ -148,16 +167,15 @@ class _Tree:
 class _Signature:
     """What the attribute ids of one ``attr=`` list mean, and the rows that use that list."""
 
-    __slots__ = ("attrs", "extras", "metric_pos", "cols", "rows", "lines", "values")
+    __slots__ = ("attrs", "extras", "metric_pos", "cols", "rows", "numbers")
 
     def __init__(self, attrs, extras, metric_pos):
         self.attrs = attrs
         self.extras = extras  # ((position, extra name), ...)
         self.metric_pos = metric_pos  # positions of the metric attributes
         self.cols = None  # their metric columns, assigned by the first kept record
-        self.rows: list[int] = []
-        self.lines: list[int] = []
-        self.values: list[list[str]] = []
+        self.rows = array("q")  # the rows of its kept records
+        self.numbers = array("d")  # their metric values, row after row (parsed as each record is added)
 
 
 class _Builder:
@@ -166,13 +184,13 @@ class _Builder:
     def __init__(self, cf: CaliFile):
         self.cf = cf
         self.legacy = is_legacy(cf)  # a 2016 stream: the context tree is the call path (cali_legacy)
-        self.tree = _Tree()
+        self.tree = _Tree(cf.path)
         self.context: dict[int, tuple[int, dict]] = {-1: (-1, _NO_EXTRAS)}  # node -> (frame, extras)
         self.signatures: dict[tuple, _Signature] = {}
         self.col_of: dict[str, int] = {}  # metric attribute name -> column
         self.metric_attrs: list = []
         self.row_frame: list[int] = []
-        self.row_rank: list[int] = []
+        self.row_rank = array("i")
 
     def node(self, nid: int) -> tuple[int, dict]:
         """(frame, extras) of a context node: its nested ancestors as a frame path, its extra attributes."""
@@ -237,9 +255,14 @@ class _Builder:
                     raise self.cf.error(lineno, problem)
         if sig.cols is None:
             sig.cols = [self._column(attrs[pos]) for pos in sig.metric_pos]
+        if sig.cols:
+            try:
+                sig.numbers.extend([float(values[pos]) for pos in sig.metric_pos])
+            except ValueError:
+                pos = next(p for p in sig.metric_pos if not _is_number(values[p]))
+                name = self.cf.attribute(attrs[pos]).name
+                raise self.cf.error(lineno, f"value {shown(values[pos])} of {name[:80]} is not a number") from None
         sig.rows.append(len(self.row_frame))
-        sig.lines.append(lineno)
-        sig.values.append(values)
         self.row_frame.append(frame)
         self.row_rank.append(rank)
 
@@ -272,17 +295,10 @@ class _Builder:
         for sig in self.signatures.values():
             if not sig.rows or not sig.cols:
                 continue
-            text = np.array(sig.values, dtype=str)[:, sig.metric_pos]
-            try:
-                numbers = text.astype(np.float64)
-            except ValueError:
-                r, pos = next((r, p) for r, row in enumerate(sig.values) for p in sig.metric_pos
-                              if not _is_number(row[p]))
-                name = self.cf.attribute(sig.attrs[pos]).name
-                bad = sig.values[r][pos]
-                raise self.cf.error(sig.lines[r], f"value {shown(bad)} of {name[:80]} is not a number") from None
-            numbers[np.isinf(numbers)] = np.nan
-            out[np.asarray(sig.rows)[:, None], np.asarray(sig.cols)[None, :]] = numbers
+            numbers = np.frombuffer(sig.numbers, np.float64).reshape(len(sig.rows), len(sig.cols))
+            out[np.frombuffer(sig.rows, np.int64)[:, None], np.asarray(sig.cols)[None, :]] = numbers
+            sig.numbers = sig.rows = None  # done with: memory for the next signature
+        out[np.isinf(out)] = np.nan
         return out
 
 

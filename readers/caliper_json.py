@@ -43,6 +43,7 @@ from perflake.errors import ReaderError
 from perflake.readers.base import check_frames, check_text, finite, line_number, shown
 from perflake.readers.caliper_json_rows import HEAD as _HEAD
 from perflake.readers.caliper_json_rows import KEYS, load
+from perflake.readers.limits import MAX_ATTRIBUTE_TEXT, MAX_CALL_DEPTH, MAX_FRAME_TEXT, MAX_NODES
 from perflake.readers.node_order import NODE_ORDER_COLUMNS, NODE_ORDER_KEY, reorder
 from perflake.readers.single_file import SingleFileReader
 from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
@@ -85,8 +86,14 @@ def _typed(value):
 
 
 def _check_unicode(path: str, doc: dict) -> None:
-    """Refuse unpaired surrogates outside the data rows (checked as they are read)."""
+    """Refuse unpaired surrogates outside the data rows (checked as they are read), and a metadata value longer
+    than MAX_ATTRIBUTE_TEXT bytes (limits.py)."""
     check_text(path, {k: v for k, v in doc.items() if k != "data"})
+    for key, value in doc.items():
+        if key not in KEYS and len(text := json.dumps(value, ensure_ascii=False)) > MAX_ATTRIBUTE_TEXT // 4 \
+                and len(text.encode("utf-8", "surrogatepass")) > MAX_ATTRIBUTE_TEXT:
+            raise ReaderError(path, f"metadata {shown(key[:40])}: a value of more than {MAX_ATTRIBUTE_TEXT} bytes "
+                                    "(limit)")
 
 
 def _strict_json(value) -> bool:
@@ -144,8 +151,13 @@ def _indices(path: str, title: str, cells, n_nodes: int) -> np.ndarray:
 
 
 def _nodes(path: str, nodes: list):
-    """(labels, parent index per node or -1, column per node); parents precede their children (3.2)."""
+    """(labels, parent index per node or -1, column per node); parents precede their children (3.2).  A node
+    beyond a limit (limits.py: more than MAX_NODES, deeper than MAX_CALL_DEPTH, a label of more than
+    MAX_FRAME_TEXT bytes) is a ReaderError."""
+    if len(nodes) > MAX_NODES:
+        raise ReaderError(path, f"{len(nodes)} nodes: more than {MAX_NODES} (limit)")
     labels, parents, columns = [], np.full(len(nodes), -1, np.int64), []
+    depth = [0] * len(nodes)
     for i, nd in enumerate(nodes):
         if not isinstance(nd, dict):
             raise ReaderError(path, f"node {i} is not an object")
@@ -154,8 +166,14 @@ def _nodes(path: str, nodes: list):
             if not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < i:
                 raise ReaderError(path, f"node {i}: parent {shown(p)} is not the index of an earlier node")
             parents[i] = p
+            depth[i] = depth[p] + 1
+            if depth[i] >= MAX_CALL_DEPTH:
+                raise ReaderError(path, f"node {i}: a call path deeper than {MAX_CALL_DEPTH} frames (limit)")
         label = nd.get("label")
-        labels.append("" if label is None else str(label))
+        label = "" if label is None else str(label)
+        if len(label) > MAX_FRAME_TEXT // 4 and len(label.encode("utf-8", "surrogatepass")) > MAX_FRAME_TEXT:
+            raise ReaderError(path, f"node {i}: a label of more than {MAX_FRAME_TEXT} bytes (limit)")
+        labels.append(label)
         columns.append(nd.get("column"))
     return labels, parents, columns
 

@@ -7,6 +7,11 @@ rest of the document (``columns``, ``column_metadata``, ``nodes``, metadata) is 
 ``json.loads``.  Any other layout -- rows spanning lines, strings in rows, no newline before the rows' end --
 takes the plain ``json.loads`` path of the whole file, which is slower and needs memory for the text, with its
 errors.
+
+Limits (:mod:`perflake.readers.limits`): before the rest of the document is parsed it is scanned block by block,
+and a run of more than ``MAX_ATTRIBUTE_TEXT`` bytes without a quote (a string longer than the limit: there are
+no numbers that long) or more than ``MAX_NODES`` objects (one per node) is refused having read at most one block
+past it (the whole-file path has no such scan: its strings are checked once parsed, by the reader).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from perflake.errors import ReaderError
+from perflake.readers.limits import MAX_ATTRIBUTE_TEXT, MAX_NODES
 
 KEYS = ("data", "columns", "column_metadata", "nodes")
 HEAD = 1 << 16
@@ -200,6 +206,28 @@ def _blocks(fh, start: int, stop: int, ncols: int):
     return cells if filled == total else None
 
 
+def _scan_rest(path: str, fh, start: int, size: int) -> None:
+    """Refuse the document after the rows (``columns``, ``nodes``, metadata: from ``start`` on) when it holds a
+    string longer than MAX_ATTRIBUTE_TEXT bytes or more than MAX_NODES objects, reading it in blocks of at most
+    the attribute limit (so a gap between quotes inside one block is short enough)."""
+    fh.seek(start)
+    run, objects, step = 0, 0, min(BLOCK, MAX_ATTRIBUTE_TEXT)
+    while chunk := fh.read(step):
+        objects += chunk.count(b"{")
+        first = chunk.find(b'"')
+        if first < 0:
+            run += len(chunk)
+        elif run + first <= MAX_ATTRIBUTE_TEXT:
+            run = len(chunk) - chunk.rfind(b'"') - 1
+        else:
+            run = MAX_ATTRIBUTE_TEXT + 1
+        if run > MAX_ATTRIBUTE_TEXT:
+            raise ReaderError(path, f"a string of more than {MAX_ATTRIBUTE_TEXT} bytes ending after byte "
+                                    f"{fh.tell() - len(chunk)} (limit)")
+        if objects > MAX_NODES + 1:
+            raise ReaderError(path, f"more than {MAX_NODES} nodes (limit)")
+
+
 def _streamed(path: str):
     """(document, cells) read block by block, or None for the whole-file path."""
     with open(path, "rb") as fh:
@@ -212,6 +240,7 @@ def _streamed(path: str):
         stop = _rfind(fh, size, _DATA_END, start)
         if stop < 0:
             return None
+        _scan_rest(path, fh, stop + len(_DATA_END) - 1, size)
         fh.seek(stop + len(_DATA_END) - 1)
         try:
             doc = json.loads(head[:start] + fh.read())

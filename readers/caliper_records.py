@@ -76,7 +76,7 @@ def _path_types(record: dict, path: list, attr) -> list[str]:
 def read_caliper_reader(cr) -> ProfileRows:
     """ProfileRows of the records a CaliperReader object holds."""
     attr = _Attributes(cr)
-    tree = _Tree()
+    tree = _Tree(SOURCE)
     frames_of: dict[tuple, int] = {}
     row_frame, row_rank, row_values = [], [], []
     metric_names: list[str] = []

@@ -11,7 +11,8 @@ Format reference: ``shared/docs/formats.md`` section 1.  What this reader does:
   number of threads per rank;
 * metric-db values start at the XML's ``db-header-sz`` plus the two u32 counts (Hatchet hard-codes byte 32:
   formats.md B.4); the file size is checked against the counts; ``b`` (big-endian) and ``l`` flags are honoured;
-  values are read with one ``numpy.frombuffer`` per file; an infinite value (a damaged file) becomes NaN;
+  each file is mapped (not read whole) and its values taken with one ``numpy.frombuffer``, one file at a time;
+  an infinite value (a damaged file) becomes NaN;
 * one metric per MetricDB column, in ascending ``i``: ``CPUTIME (usec|sec) (E)``/``(I)`` are named ``time`` and
   ``time (inc)`` as Hatchet does, others keep their name; role from ``t`` (or the ``(I)``/``(E)`` suffix), pair
   from ``partner``, unit from the name (``usec``) or else the MetricTable's ``units`` Info;
@@ -35,6 +36,7 @@ with the metric-db magic), or none and the root element has version 2.x (or olde
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import re
 
@@ -251,29 +253,37 @@ def _locations(path: str) -> list[dict]:
 
 
 def _read_metric_db(path: str, header_sz: int, max_id: int, n_columns: int) -> np.ndarray:
-    """The (numNodes, numMetrics) table of one metric-db file, as native float64 (formats.md 1.3)."""
+    """The (numNodes, numMetrics) table of one metric-db file, as float64 (formats.md 1.3): a read-only view of
+    the file mapped into memory (nothing is read before the header and the size are checked, and only the pages
+    the caller's rows touch are ever read)."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            head, size = fh.read(24), os.fstat(fh.fileno()).st_size
+            if head[: len(MAGIC)] != MAGIC:
+                problem = f"not an HPCToolkit metric-db: starts with {head[:len(MAGIC)]!r}, not {MAGIC!r}"
+                raise ReaderError(path, problem)
+            flag = head[23:24]
+            if flag not in (b"b", b"l") or header_sz < 24:
+                raise ReaderError(path, f"unsupported header: endianness flag {flag!r}, db-header-sz {header_sz}")
+            if size < header_sz + 8:
+                raise ReaderError(path, f"truncated: {size} bytes, the header alone needs {header_sz + 8}")
+            order = ">" if flag == b"b" else "<"
+            fh.seek(header_sz)
+            n_nodes, n_metrics = (int(x) for x in np.frombuffer(fh.read(8), dtype=order + "u4", count=2))
+            start = header_sz + 8
+            want = start + 8 * n_nodes * n_metrics
+            if size != want:
+                what = "truncated" if size < want else "trailing bytes"
+                raise ReaderError(path, f"{what}: {size} bytes, expected {want} for {n_nodes} nodes x "
+                                        f"{n_metrics} metrics")
+            if n_nodes < max_id or n_metrics < n_columns:
+                raise ReaderError(path, f"holds {n_nodes} nodes x {n_metrics} metrics; experiment.xml needs node id "
+                                        f"{max_id} and {n_columns} metric columns")
+            if not n_nodes * n_metrics:
+                return np.zeros((n_nodes, n_metrics), np.float64)
+            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as exc:
         raise ReaderError(path, f"cannot read: {exc.strerror or exc}") from None
-    if data[: len(MAGIC)] != MAGIC:
-        raise ReaderError(path, f"not an HPCToolkit metric-db: starts with {data[:len(MAGIC)]!r}, not {MAGIC!r}")
-    flag = data[23:24]
-    if flag not in (b"b", b"l") or header_sz < 24:
-        raise ReaderError(path, f"unsupported header: endianness flag {flag!r}, db-header-sz {header_sz}")
-    if len(data) < header_sz + 8:
-        raise ReaderError(path, f"truncated: {len(data)} bytes, the header alone needs {header_sz + 8}")
-    order = ">" if flag == b"b" else "<"
-    n_nodes, n_metrics = (int(x) for x in np.frombuffer(data, dtype=order + "u4", count=2, offset=header_sz))
-    start = header_sz + 8
-    want = start + 8 * n_nodes * n_metrics
-    if len(data) != want:
-        what = "truncated" if len(data) < want else "trailing bytes"
-        raise ReaderError(path, f"{what}: {len(data)} bytes, expected {want} for {n_nodes} nodes x {n_metrics} metrics")
-    if n_nodes < max_id or n_metrics < n_columns:
-        raise ReaderError(path, f"holds {n_nodes} nodes x {n_metrics} metrics; experiment.xml needs node id "
-                                f"{max_id} and {n_columns} metric columns")
     return np.frombuffer(data, dtype=order + "f8", count=n_nodes * n_metrics, offset=start).reshape(n_nodes, n_metrics)
 
 

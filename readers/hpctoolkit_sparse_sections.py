@@ -34,6 +34,7 @@ import numpy as np
 from perflake.errors import ReaderError
 from perflake.readers.base import shown
 from perflake.readers.hpctoolkit_xml import safe_parser, stream
+from perflake.readers.single_file import map_file
 
 PROFDB_MAGIC = b"HPCPROF-profdb__"
 CCTDB_MAGIC = b"HPCPROF-cctdb___"
@@ -62,11 +63,7 @@ class Profiles:
 
 def read_profiles(path: str) -> Profiles:
     """Decode ``profile.db``; a ReaderError naming it on a truncated or damaged file."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise ReaderError(path, f"cannot read: {exc.strerror or exc}") from None
+    data = map_file(path)  # mapped: the values are decoded where they lie, nothing is read whole
     if data[:16] != PROFDB_MAGIC:
         raise ReaderError(path, f"not an HPCToolkit sparse profile.db: starts with {shown(data[:16])}, "
                                 f"not {PROFDB_MAGIC!r}")

@@ -5,6 +5,13 @@ version 4).  Every structure array is strided by the size the file records (``sz
 never by a hard-coded size, and every pointer is checked against the file size, so a truncated or damaged
 file raises :class:`perflake.errors.ReaderError` naming the file, the structure and the offset.
 
+Memory: each file is mapped, never read whole; structures are decoded where they lie, so a reader's memory
+grows with the context tree and the values it returns, and a damaged file (a wrong magic, a section past the
+end) is refused before any of it is read.  Limits (:mod:`perflake.readers.limits`): a string longer than
+``MAX_FRAME_TEXT`` bytes (function, file and module names) or ``MAX_ATTRIBUTE_TEXT`` (titles, metric names,
+...) is refused after looking that far for its NUL; a context tree deeper than ``MAX_CALL_DEPTH`` or with more
+than ``MAX_NODES`` contexts is refused as soon as the walk meets the excess.
+
 **Layout variants.**  Databases of an hpcprof pre-release of 2022 say 4.0 too but have an earlier layout; they
 are recognised by their structure sizes and decoded with :mod:`perflake.readers.hpctoolkit_v4_pre2022` (version
 ``4.0 (2022 pre-release layout)``).  Any other structure smaller than its 4.0 size is a ReaderError naming the file.
@@ -28,6 +35,8 @@ from perflake.readers.hpctoolkit_v4_pre2022 import (
     pre_2022_entry,
     pre_2022_flags,
 )
+from perflake.readers.limits import MAX_ATTRIBUTE_TEXT, MAX_CALL_DEPTH, MAX_FRAME_TEXT, MAX_NODES
+from perflake.readers.single_file import map_file
 
 MAGIC = b"HPCTOOLKIT"
 FORMAT_IDS = (b"meta", b"prof", b"ctxt", b"trce")
@@ -50,15 +59,11 @@ def format_id(path: str) -> bytes | None:
 
 
 class Blob:
-    """The bytes of one ``*.db`` file with bounds-checked accessors; errors name the file."""
+    """The bytes of one ``*.db`` file (mapped) with bounds-checked accessors; errors name the file."""
 
     def __init__(self, path: str, fmt: bytes):
         self.path = path
-        try:
-            with open(path, "rb") as fh:
-                self.data = fh.read()
-        except OSError as exc:
-            raise ReaderError(path, f"cannot read: {exc.strerror or exc}") from None
+        self.data = map_file(path)
         n = len(self.data)
         if n < 16 or self.data[:10] != MAGIC:
             raise ReaderError(path, "not an HPCToolkit database file: it does not start with 'HPCTOOLKIT'")
@@ -92,13 +97,16 @@ class Blob:
         self.need(ptr, size, f"{what} section")
         return size, ptr
 
-    def cstr(self, ptr: int, what: str) -> str | None:
-        """A NUL-terminated UTF-8 string (None for a null pointer); invalid bytes become U+FFFD."""
+    def cstr(self, ptr: int, what: str, limit: int = MAX_ATTRIBUTE_TEXT) -> str | None:
+        """A NUL-terminated UTF-8 string (None for a null pointer) of at most ``limit`` bytes; invalid bytes
+        become U+FFFD."""
         if ptr == 0:
             return None
         self.need(ptr, 1, what)
-        end = self.data.find(b"\0", ptr)
+        end = self.data.find(b"\0", ptr, ptr + limit + 1)
         if end < 0:
+            if ptr + limit < len(self.data):
+                raise ReaderError(self.path, f"{what} at offset {ptr} is longer than {limit} bytes (limit)")
             raise ReaderError(self.path, f"truncated or damaged: {what} at offset {ptr} has no terminating NUL")
         return self.data[ptr:end].decode("utf-8", errors="replace")
 
@@ -223,12 +231,14 @@ def _context_tree(b: Blob, pre_2022: bool = False, functions: dict | None = None
         stack += reversed(entries)  # 5-tuples: each entry point is recorded when its turn comes (tree order)
         head, n_roots = 32, n_entries
     max_items = size // head + n_roots
+    depth = []  # contexts from the entry point, per context (limits.MAX_CALL_DEPTH)
     data = b.data
     while stack:
         item = stack.pop()
         if len(item) == 5:  # an entry point: record it, then walk its children
             sz, ptr, ctx_id, kind, p_name = item
             me = out.add(ctx_id, -1, "entry", -1, entry_kind=kind, name=b.cstr(p_name, "entry point name"))
+            depth.append(1)
             check_array(ptr, sz, f"entry point {ctx_id}")
             stack.append((ptr, ptr + sz, me))
             continue
@@ -262,9 +272,16 @@ def _context_tree(b: Blob, pre_2022: bool = False, functions: dict | None = None
         entry = pre_2022_entry(lexical, fields, functions or {}) if parent < 0 else None
         if entry:  # a pre-release root that hpcprof 4.0 writes as an entry point
             me = out.add(ctx_id, -1, "entry", -1, entry_kind=entry[0], name=entry[1])
+            depth.append(1)
         else:
             kind = LEXICAL.get(lexical, f"lexical type {lexical}")
             me = out.add(ctx_id, parent, kind, relation, **fields)
+            depth.append(depth[parent] + 1 if parent >= 0 else 1)
+            if depth[-1] > MAX_CALL_DEPTH:
+                raise ReaderError(b.path, f"a call path deeper than {MAX_CALL_DEPTH} contexts (limit), at context "
+                                          f"{ctx_id}")
+        if me >= MAX_NODES:
+            raise ReaderError(b.path, f"more than {MAX_NODES} contexts in the context tree (limit)")
         if len(out.ctx_id) > max_items:
             raise ReaderError(b.path, "damaged: the context tree has more contexts than its section holds (a cycle?)")
         stack.append((ptr + step, end, parent))
@@ -281,13 +298,13 @@ def read_meta(path: str) -> Meta:
     pp_names, n_kinds = b.unpack("<QB", ids, "identifier names header")
     kind_ptrs = [r[0] for r in b.records("<Q", pp_names, n_kinds, 8, "identifier names")]
     p_mod, sz_mod, mods = _table(b, 5, "load modules", "<I4xQ", 16)
-    modules = {p_mod + i * sz_mod: b.cstr(p, "module path") for i, (_, p) in enumerate(mods)}
+    modules = {p_mod + i * sz_mod: b.cstr(p, "module path", MAX_FRAME_TEXT) for i, (_, p) in enumerate(mods)}
     p_file, sz_file, fils = _table(b, 6, "source files", "<I4xQ", 16)
-    files = {p_file + i * sz_file: b.cstr(p, "file path") for i, (_, p) in enumerate(fils)}
+    files = {p_file + i * sz_file: b.cstr(p, "file path", MAX_FRAME_TEXT) for i, (_, p) in enumerate(fils)}
     file_flags = {p_file + i * sz_file: flags for i, (flags, _) in enumerate(fils)}
     p_fn, sz_fn, fns = _table(b, 7, "functions", "<QQQQI", 40)
     functions = {
-        p_fn + i * sz_fn: (b.cstr(pn, "function name"), pm, off, pf, line)
+        p_fn + i * sz_fn: (b.cstr(pn, "function name", MAX_FRAME_TEXT), pm, off, pf, line)
         for i, (pn, pm, off, pf, line) in enumerate(fns)
     }
     metrics, pre_2022 = _metrics(b)

@@ -8,6 +8,12 @@ Safety: the embedded DTD of real databases (``<!ELEMENT>``/``<!ATTLIST>`` declar
 raise a :class:`ReaderError` at once, so there is no entity expansion (billion laughs), no file or network
 access.  References to undeclared entities are expat errors, also reported as ReaderError.
 
+Limits (:mod:`perflake.readers.limits`), each refused with one ReaderError as soon as it is exceeded: an XML
+token (a tag with its attributes, a text run) longer than :data:`MAX_TOKEN` (checked after every chunk fed, so
+a 50 MB attribute costs about its first MiB), a name, file or module longer than ``MAX_FRAME_TEXT`` bytes, a
+frame deeper than ``MAX_CALL_DEPTH`` (elements nested deeper than :data:`MAX_NESTING`), more than ``MAX_NODES``
+frames.
+
 Tree building (who becomes a node, how it is named):
 
 * ``PF`` / ``Pr`` -> a ``function`` frame named after the procedure; a ``PF`` whose XML parent is a call
@@ -43,8 +49,16 @@ from xml.parsers import expat
 
 from perflake.errors import ReaderError
 from perflake.readers.base import shown
+from perflake.readers.limits import MAX_ATTRIBUTE_TEXT, MAX_CALL_DEPTH, MAX_FRAME_TEXT, MAX_NODES
 
 CHUNK = 1 << 20
+# the longest XML token (a tag with its attributes, a text run) a file may hold: one attribute value at its limit
+# plus room for the rest of the tag; expat holds a token whole until it ends, so a longer one is refused as the
+# file is fed, before it is complete (at most this plus one CHUNK is ever buffered)
+MAX_TOKEN = MAX_ATTRIBUTE_TEXT + MAX_FRAME_TEXT
+# XML elements nest deeper than the frames they make (a call site C around each procedure frame, M and A
+# elements): a document nested deeper than this holds a call path deeper than MAX_CALL_DEPTH
+MAX_NESTING = 4 * MAX_CALL_DEPTH
 TYPES = ("function", "loop", "statement")  # ParsedExperiment.type codes
 FUNCTION, LOOP, STATEMENT = range(3)
 _INT_RE = re.compile(r"^\s*(-?\d+)(?:\s*-\s*(-?\d+))?\s*$")
@@ -122,6 +136,7 @@ class _Handler:
         self.base: dict[str, str] = {}  # basename cache
         self.names: dict[str, str] = {}  # one string object per distinct name
         self.known: dict[str | None, str | None] = {None: None}  # file/module -> itself, or None if "<unknown ..."
+        self.depth = array("i")  # frames from the root, per node (limits.MAX_CALL_DEPTH)
 
     # -- elements --------------------------------------------------------------------------------------
     def start(self, tag: str, attrs: dict):
@@ -132,7 +147,7 @@ class _Handler:
             self.seen_root = True
             self.out.version = attrs.get("version")
         elif tag in self.tables and tags and tags[-1] == tag + "Table":
-            self.tables[tag][attrs.get("i", "")] = attrs.get("n", "")
+            self.tables[tag][attrs.get("i", "")] = self._text(tag, attrs.get("n", ""))
         elif tag == "MetricDB":
             self.out.metric_dbs.append(dict(attrs))
         elif tag == "Metric" and tags and tags[-1] == "MetricTable":
@@ -166,6 +181,10 @@ class _Handler:
 
     def _nv(self, attrs):
         owner = self.tags[-2] if len(self.tags) >= 2 else None
+        value = attrs.get("v") or ""
+        if len(value) > MAX_ATTRIBUTE_TEXT // 4 and len(value.encode("utf-8", "surrogatepass")) > MAX_ATTRIBUTE_TEXT:
+            raise ReaderError(self.path, f"the value of <NV n={shown(attrs.get('n'))[:40]}> holds more than "
+                                         f"{MAX_ATTRIBUTE_TEXT} bytes (limit)")
         if self.metric_name is not None and owner == "Metric" and attrs.get("n") == "units":
             self.out.metric_units[self.metric_name] = attrs.get("v")
         elif owner in ("Header", "SecHeader") and attrs.get("n"):
@@ -185,23 +204,39 @@ class _Handler:
             return None
         return self.tables[table].get(key, key)
 
+    def _text(self, what: str, text: str) -> str:
+        """``text`` (a name, file or module); a ReaderError when it exceeds MAX_FRAME_TEXT bytes."""
+        if len(text) > MAX_FRAME_TEXT // 4 and len(text.encode("utf-8", "surrogatepass")) > MAX_FRAME_TEXT:
+            raise ReaderError(self.path, f"a {what} name of {len(text.encode('utf-8', 'surrogatepass'))} bytes "
+                                         f"(limit {MAX_FRAME_TEXT}): {shown(text[:40])}")
+        return text
+
     def _known(self, value: str | None) -> str | None:
         try:
             return self.known[value]
         except KeyError:
+            self._text("file or module", value)
             known = self.known[value] = None if value.startswith(("<unknown file>", "<unknown load module>")) else value
             return known
 
     def _node(self, tag, parent, name, kind, file, lines, module, attrs) -> int:
         o = self.out
         nid = len(o.parent)
+        depth = self.depth[parent] + 1 if parent >= 0 else 1
+        if depth > MAX_CALL_DEPTH:
+            raise ReaderError(self.path, f"a call path deeper than {MAX_CALL_DEPTH} frames (limit), at <{tag}> "
+                                         f"number {nid + 1}")
+        if nid >= MAX_NODES:
+            raise ReaderError(self.path, f"more than {MAX_NODES} call-tree nodes (limit)")
+        self.depth.append(depth)
         try:
             o.xml_id.append(int(attrs.get("i", 0)))
         except (ValueError, OverflowError):  # not a number, or not an int64
             problem = f"<{tag}> has an id i={shown(attrs.get('i'))} that is not a 64-bit integer"
             raise ReaderError(self.path, problem) from None
         o.parent.append(parent)
-        o.name.append(self.names.setdefault(name, name))
+        known = self.names.get(name)
+        o.name.append(known if known is not None else self.names.setdefault(name, self._text(tag, name)))
         o.type.append(kind)
         o.file.append(self._known(file))
         o.line.append(lines[0])
@@ -233,6 +268,9 @@ class _Handler:
 
     def _cct(self, tag: str, attrs: dict):
         parent, sfile, owner, cline, me = ctx = self.ctx[-1]
+        if len(self.ctx) > MAX_NESTING:
+            raise ReaderError(self.path, f"elements nested more than {MAX_NESTING} deep: a call path deeper than "
+                                         f"{MAX_CALL_DEPTH} frames (limit)")
         if tag == "M":
             if len(self.ctx) == 1:  # summary values of the implicit root (node id 1)
                 self.out.totals[attrs.get("n", "")] = attrs.get("v")
@@ -289,12 +327,19 @@ def safe_parser(path: str) -> expat.XMLParserType:
 
 
 def stream(path: str, p: expat.XMLParserType) -> None:
-    """Feed the file ``path`` to ``p`` in CHUNK pieces; a ReaderError naming it when it cannot be read or is not
-    well-formed XML."""
+    """Feed the file ``path`` to ``p`` in CHUNK pieces; a ReaderError naming it when it cannot be read, is not
+    well-formed XML or holds a token longer than MAX_TOKEN (expat buffers a token until its end: the bytes fed
+    past the start of the last event it reported are that token)."""
     try:
         with open(path, "rb") as fh:
+            fed = 0
             while chunk := fh.read(CHUNK):
                 p.Parse(chunk, False)
+                fed += len(chunk)
+                if fed - p.CurrentByteIndex > MAX_TOKEN:
+                    raise ReaderError(path, f"an XML tag or text of more than {MAX_TOKEN} bytes at byte "
+                                            f"{p.CurrentByteIndex} (limit: attribute values of at most "
+                                            f"{MAX_ATTRIBUTE_TEXT} bytes)")
             p.Parse(b"", True)
     except OSError as exc:
         raise ReaderError(path, f"cannot read: {exc.strerror or exc}") from None

@@ -4,6 +4,7 @@ Errors follow the reader contract (:mod:`perflake.readers.base`): one ReaderErro
 
 from __future__ import annotations
 
+import mmap
 import os
 
 from perflake.errors import ReaderError
@@ -26,6 +27,20 @@ def file_head(path: str, size: int) -> bytes | None:
             return fh.read(size)
     except OSError:
         return None
+
+
+def map_file(path: str) -> bytes | mmap.mmap:
+    """The bytes of ``path`` mapped read-only, for readers of binary files that decode structures where they lie
+    (a file smaller than a page is read); a ReaderError naming it when it cannot be read.  Nothing is read until
+    it is used, and the pages used are the kernel's to drop: memory grows with what the reader takes, not with
+    the file.  The mapping lives as long as the arrays viewing it."""
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size < mmap.PAGESIZE:
+                return fh.read()
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as exc:
+        raise ReaderError(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def file_bytes(path: str) -> bytes:
