@@ -73,6 +73,9 @@ class DeltaTables:
     ``s3://bucket/prefix``); ``options``: delta-rs storage options (credentials, endpoint)."""
 
     def __init__(self, uri: str, options: dict | None = None, lake: str = ""):
+        from perflake.engine import resources
+
+        resources.configure()  # before delta-rs starts: its allocator and runtime fit under ``ulimit -v``
         self.uri = uri.rstrip("/")
         self.options = options or None
         self.lake = lake or uri

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import importlib
 
+from perflake import errors as _errors
 from perflake._version import __version__
+from perflake.engine import resources as _resources
 
 # Eager, and light (perflake.read imports its GraphFrame and SQL path when called): the function `read` must
 # shadow the submodule `perflake.read` before anything imports that submodule, which would otherwise set the
@@ -33,6 +35,15 @@ from perflake.read import (
     read_pyinstrument,
     read_tau,
 )
+
+# Under an address-space limit (ulimit -v) the allocators and thread pools must be set before pyarrow, DuckDB or
+# delta-rs start (perflake.engine.resources); unlimited, this is one getrlimit call.  A limit below perflake's
+# minimum, or a bad PERFLAKE_THREADS / PERFLAKE_DUCKDB_MEMORY, is raised by the first lake or engine use (or the
+# CLI's start, as one line), not by the import.
+try:
+    _resources.configure(check=False)
+except _errors.PerflakeError:
+    pass
 
 # public name -> module defining it (imported on first attribute access)
 _PUBLIC = {

@@ -18,6 +18,9 @@ folder when it first spills and removes it when the database closes.  Confined S
 which holds nothing but its own database's spill files; the scratch folder itself, the other databases' folders
 and ``./.tmp`` are refused.  A :func:`sealed` database has no temp directory at all (it reads no file; it
 cannot spill).
+
+Under a finite address-space limit (``ulimit -v``) every database gets the threads and the memory limit of
+:func:`perflake.engine.resources.duckdb_config` (unlimited: DuckDB's defaults, nothing changes).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import tempfile
 import threading
 
 import duckdb
+
+from perflake.engine import resources
 
 _LOCK = threading.Lock()
 _SHARED: dict[int, duckdb.DuckDBPyConnection] = {}
@@ -48,7 +53,8 @@ def connection() -> duckdb.DuckDBPyConnection:
             _SHARED.clear()
             _SHARED_TEMP.clear()
             temp = _SHARED_TEMP[pid] = temp_directory()
-            db = _SHARED[pid] = with_macros(duckdb.connect(config={**OFFLINE, "temp_directory": temp}))
+            config = {**OFFLINE, "temp_directory": temp, **resources.duckdb_config()}
+            db = _SHARED[pid] = with_macros(duckdb.connect(config=config))
         return db.cursor()
 
 
@@ -80,6 +86,7 @@ def _own_temp(path: str) -> bool:
 
 
 OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}  # no download, no auto-load
+OWN_SHARE = 2  # under an address-space limit a database of its own gets half of DuckDB's memory (the shared one all)
 LAKE_MACROS = ("nodes", "edges", "metrics", "rank_summary", "metric_name")  # sql/macros/lake_<name>.sql
 
 
@@ -97,14 +104,15 @@ def with_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 def offline() -> duckdb.DuckDBPyConnection:
     """A new in-memory database of its own (its own settings), that never fetches or auto-loads an extension;
     it spills into a temp directory of its own in the private scratch folder (:func:`temp_directory`)."""
-    return with_macros(duckdb.connect(config={**OFFLINE, "temp_directory": temp_directory()}))
+    config = {**OFFLINE, "temp_directory": temp_directory(), **resources.duckdb_config(OWN_SHARE)}
+    return with_macros(duckdb.connect(config=config))
 
 
 def sealed() -> duckdb.DuckDBPyConnection:
     """A database of its own that can read or write no file, load no extension and change no setting: for
     user SQL fragments (``--where``) over registered Arrow tables.  It has no temp directory (DuckDB would let
     it read its temp directory): it never spills, and a query beyond its memory is an out-of-memory error."""
-    con = with_macros(duckdb.connect(config={**OFFLINE, "temp_directory": ""}))
+    con = with_macros(duckdb.connect(config={**OFFLINE, "temp_directory": "", **resources.duckdb_config(OWN_SHARE)}))
     con.execute("set enable_external_access = false")
     con.execute("set lock_configuration = true")
     return con

@@ -24,6 +24,7 @@ import pyarrow as pa
 from perflake.catalogs.catalog import Catalog, new_batch_id
 from perflake.catalogs.compaction import maybe_compact
 from perflake.catalogs.schema import RUNS_SCHEMA
+from perflake.engine import resources
 from perflake.errors import IngestStopped, LakeFull, PerflakeError
 from perflake.ingest.log import PRESENT, History, Outcome, read_history, write
 from perflake.ingest.report import IngestReport
@@ -213,7 +214,7 @@ def _parallelism(scheduler) -> int:
         return 1
     if scheduler is not None and not isinstance(scheduler, str):  # a distributed.Client
         return max(1, sum(scheduler.nthreads().values()))
-    return os.cpu_count() or 1
+    return resources.workers(os.cpu_count() or 1)
 
 
 def _run(catalog: Catalog, candidates: list[Candidate], known: Known, scheduler, bar: _Progress, stop):

@@ -25,7 +25,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from perflake.engine import sqlfiles
+from perflake.engine import resources, sqlfiles
 from perflake.errors import InvalidMultiIndexMode, MultiIndexModeMismatch, QueryError
 from perflake.query.compound import CompoundQuery
 from perflake.query.model import MULTI_INDEX_MODES, Query, conds
@@ -39,7 +39,7 @@ _LOCAL = threading.local()  # one in-memory DuckDB connection per thread, reused
 def _connection() -> duckdb.DuckDBPyConnection:
     con = getattr(_LOCAL, "con", None)
     if con is None:
-        con = _LOCAL.con = duckdb.connect()
+        con = _LOCAL.con = duckdb.connect(config=resources.duckdb_config(share=2))
     return con
 
 
