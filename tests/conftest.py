@@ -16,6 +16,15 @@ DATA = Path(os.environ.get("PERFLAKE_TEST_DATA", SHARED / "data"))
 GOLDEN = Path(os.environ.get("PERFLAKE_TEST_GOLDEN", DATA.parent / "golden"))
 
 
+def pytest_sessionstart(session):
+    """The CLI fits tables to $COLUMNS: the tests see whole values whatever terminal runs them.  (Without a
+    terminal, `import readline` -- pytest's pdb -- also exports COLUMNS=80 LINES=24 into the C environment that
+    subprocesses inherit.)  Tests of the width set COLUMNS themselves."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+        os.unsetenv(name)
+
+
 def _missing(msg: str):
     """A missing reference (dataset, venv): the test fails under CI (PERFLAKE_REQUIRE_SHARED=1), skips elsewhere."""
     if os.environ.get("PERFLAKE_REQUIRE_SHARED") == "1":

@@ -5,9 +5,16 @@ under ``├─ `` / ``└─ `` with ``│  `` continuation, in the graph's orde
 names longer than 39 characters shortened to 18 + ``...`` + 18 unless ``expand_name``.  ◀ / ▶ mark a node
 present only in the left / right operand of an arithmetic operation or ``unify`` (the ``_missing_node``
 column).  A node with several parents (a DAG, e.g. after ``groupby_aggregate``) is printed under each of them
-and its children are shown the first time only, as Hatchet does.  Colour (ANSI 256) only on a terminal or
-when asked, with the legend Hatchet prints; ``highlight_name`` shows in colour only, as in Hatchet.
-Linear in the number of nodes (rows are looked up once, in a dict).
+and its children are shown the first time only, as Hatchet does.  Colour (ANSI 256) only on a terminal
+without ``$NO_COLOR``, or when asked (perflake.render.safe_text.colour_wanted), with the legend Hatchet prints;
+``highlight_name`` shows in colour only, as in Hatchet.  Linear in the number of nodes (rows are looked up
+once, in a dict).
+
+Names, contexts, annotations and metric names are shown with their control characters escaped
+(perflake.render.safe_text.escape: ``\x1b``, ``\n``...), so a profile cannot drive the terminal.  With
+``width`` (the CLI passes the terminal's), each line fits it: first the context is shortened from its start
+(``…/dir/file.c``) or left out, then the name is shortened in the middle, then the line is cut; ``expand_name``
+turns that off with Hatchet's 39-character rule.
 
 Differences from Hatchet, on purpose: the header (``render_header``) is perflake's own line, ``perflake
 v<version> · metric: <shown>``, not Hatchet's banner and version (printing them would claim to be Hatchet);
@@ -23,13 +30,13 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 
 import numpy as np
 
 from perflake.errors import RenderError
 from perflake.frame.graph import node_number as _number
 from perflake.frame.node_values import location_mask, metric_names
+from perflake.render.safe_text import colour_wanted, display_width, escape, shorten
 
 # tree() arguments Hatchet renamed: the old name is a ValueError naming the new one, both names a TypeError
 RENAMED_TREE_ARGS = {"metric": "metric_column", "name": "name_column", "expand_names": "expand_name",
@@ -60,7 +67,7 @@ def header(metrics) -> str:
     from perflake._version import __version__
 
     label = "metric" if len(metrics) == 1 else "metrics"
-    return f"perflake v{__version__} \u00b7 {label}: {', '.join(map(str, metrics))}\n\n"
+    return f"perflake v{__version__} \u00b7 {label}: {', '.join(escape(m) for m in metrics)}\n\n"
 
 
 # An HPCToolkit (experiment.xml) profile -- its run metadata has this key -- spells an unknown file as HPCToolkit
@@ -78,15 +85,6 @@ _BANDS = (0.9, 0.7, 0.5, 0.3, 0.1, 0.0)
 _COLOURS = {"RdYlGn": ("196", "208", "220", "46", "34", "22")}
 _NAMED = {"black": "16", "red": "196", "green": "46", "yellow": "226", "blue": "21", "magenta": "201",
           "cyan": "51", "white": "231", "orange": "208", "grey": "246", "gray": "246", "purple": "93"}
-
-
-def _use_colour(colour: bool | None) -> bool:
-    if colour is not None:
-        return colour
-    try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def _fmt(value, precision: int) -> str:
@@ -141,7 +139,7 @@ class _Palette:
 
     def legend(self, metric: str, highlight: bool) -> str:
         span = self.hi - self.lo
-        lines = [f"\n\033[4mLegend{RESET} (Metric: {metric} Min: {self.lo:.2f} Max: {self.hi:.2f})\n"]
+        lines = [f"\n\033[4mLegend{RESET} (Metric: {escape(metric)} Min: {self.lo:.2f} Max: {self.hi:.2f})\n"]
         upper = 1.0
         for band, colour in zip(_BANDS, self.colours):
             low, high = self.lo + band * span, self.lo + upper * span
@@ -173,6 +171,35 @@ def _present(value) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
+def _fit(segs: list, name: list, width: int, has_context: bool) -> list:
+    """A line's segments within ``width`` columns: the context (file) shortened from its start or left out, then
+    the name shortened in the middle, then whatever is still too long cut at the end."""
+    def over():
+        return sum(display_width(t) for t, _, _ in segs) - width
+
+    if over() > 0 and has_context:
+        ctx = segs[-1]
+        room = display_width(ctx[0]) - over()
+        if room >= 8:
+            ctx[0] = shorten(ctx[0], room, "left")
+        else:
+            segs = segs[:-2]
+    if over() > 0:
+        name[0] = shorten(name[0], max(display_width(name[0]) - over(), 1), "middle")
+    if over() <= 0:
+        return segs
+    kept, used = [], 0
+    for seg in segs:
+        w = display_width(seg[0])
+        if used + w > width:
+            if width - used > 0:
+                kept.append([shorten(seg[0], width - used), seg[1], seg[2]])
+            break
+        kept.append(seg)
+        used += w
+    return kept
+
+
 def render(
     gf,
     metric_column=None,
@@ -192,6 +219,7 @@ def render(
     min_value=None,
     max_value=None,
     colour: bool | None = None,
+    width: int | None = None,
 ) -> str:
     several = isinstance(metric_column, (list, tuple))
     metrics = list(metric_column) if several else [metric_column or gf.default_metric]
@@ -217,7 +245,7 @@ def render(
     annotations = table.get(annotation_column) if annotation_column else None
     sides = np.asarray(table[MISSING], dtype=np.int64) if MISSING in table else None
     row_of = {node: i for i, node in enumerate(nodes)}
-    use_colour = _use_colour(colour)
+    use_colour = colour_wanted(colour)
     palette = None
     if use_colour:
         first = table.get(metrics[0], np.zeros(0))
@@ -227,41 +255,45 @@ def render(
         ann_colour = _annotation_colours(annotations, colormap_annotations)
 
     out = [header(metrics)] if render_header else []
+    if render_header and width:
+        out = [shorten(out[0].rstrip("\n"), width) + "\n\n"]
 
     def line(node, prefix: str) -> str:
         i = row_of.get(node)
         vals = [table[m][i] if i is not None and m in table else float("nan") for m in metrics]
         text = [_fmt(v, precision) for v in vals]
+        segs = [[prefix, "", ""]]  # [text, colour before, after]: a line cut to the width keeps its codes paired
         if use_colour:
             try:
                 first = float(vals[0])
             except (TypeError, ValueError):
                 first = float("nan")
-            text[0] = f"{palette.code(first)}{text[0]}{RESET}"
-            text[1:] = [f"{FAINT}{t}{RESET}" for t in text[1:]]
-        parts = [prefix, " ".join(text)]
+            segs.append([text[0], palette.code(first), RESET])
+            for t in text[1:]:
+                segs += [[" ", "", ""], [t, FAINT, RESET]]
+        else:
+            segs.append([" ".join(text), "", ""])
         if annotations is not None and i is not None:
             ann = annotations[i]
-            shown = f"{ann_colour[ann]}{ann}{RESET}" if ann in ann_colour else f"{ann}"
-            parts.append(f" [{shown}]")
+            segs += [[" [", "", ""], [escape(ann), ann_colour.get(ann, ""), RESET if ann in ann_colour else ""],
+                     ["]", "", ""]]
         name = table[name_column][i] if i is not None and name_column in table else node.frame.get("name")
-        name = str(name)
-        if not expand_name and len(name) > 39:
-            name = name[:18] + "..." + name[-18:]
-        if use_colour:
-            name = (HIGHLIGHT + name if highlight_name else name) + RESET
-        parts += [" ", name]
+        name = str(name)  # Hatchet's rule on the name itself, then each part escaped (no escape cut in two)
+        name = escape(name[:18]) + "..." + escape(name[-18:]) if not expand_name and len(name) > 39 else escape(name)
+        name_seg = [name, HIGHLIGHT if use_colour and highlight_name else "", RESET if use_colour else ""]
+        segs += [[" ", "", ""], name_seg]
         side = sides[i] if sides is not None and i is not None else 0
         if side in (1, 2):
             mark, code = LEFT_MARK if side == 1 else RIGHT_MARK
-            parts.append(f" \033[38;5;{code}m{mark} {RESET}" if use_colour else f" {mark} ")
+            segs += [[" ", "", ""], [f"{mark} ", f"\033[38;5;{code}m", RESET] if use_colour else [f"{mark} ", "", ""]]
         ctx = table[context_column][i] if has_context and i is not None else None
         if not _present(ctx):
             ctx = unknown_context if has_context and i is not None else None
         if ctx is not None:
-            parts.append(f" {FAINT}{ctx}{RESET}" if use_colour else f" {ctx}")
-        parts.append("\n")
-        return "".join(parts)
+            segs += [[" ", "", ""], [escape(ctx), FAINT if use_colour else "", RESET if use_colour else ""]]
+        if width and not expand_name:
+            segs = _fit(segs, name_seg, width, ctx is not None)
+        return "".join(f"{before}{t}{after}" for t, before, after in segs) + "\n"
 
     # iterative pre-order walk carrying the indentation; a node reached again (DAG) is printed, not expanded
     stack = [(root, "", "", 1) for root in sorted(gf.graph.roots, key=_number, reverse=True)]

@@ -73,44 +73,81 @@ def default_metric(lake, args, *, several: bool = True):
     from perflake.analytics.ensemble import default_metric
 
     metric, have, total = default_metric(lake, where=args.where)
-    print(f"perflake: metric {metric!r} ({have} of {total} selected runs have it; choose with --metric)",
-          file=sys.stderr)
+    say(f"metric {metric!r} ({have} of {total} selected runs have it; choose with --metric)")
     return metric
 
 
 # -- output ----------------------------------------------------------------------------------------------------
 def print_frame(df: pd.DataFrame, fmt: str, *, max_rows: int | None = None) -> None:
-    import pandas as pd
+    """``df`` on standard output as ``fmt``.
+
+    * ``table``: perflake.render.table -- names escaped, one spelling (``-``) for a missing value, fitted to
+      the terminal's width (perflake.render.safe_text.output_width: $COLUMNS, else the terminal's; piped
+      output is not cut), at most ``max_rows`` rows;
+    * ``csv`` and ``json``: every row and value exactly as stored, for programs.  JSON escapes control
+      characters itself; CSV cannot, so when standard output is a terminal (a person reads it, no program) its
+      cells are escaped as in tables, and written exactly to a pipe or a file.
+    """
+    from perflake.render.safe_text import escape, on_terminal
 
     if fmt == "csv":
+        if on_terminal():
+            df = df.map(lambda v: escape(v) if isinstance(v, str) else v)
+            df.columns = [escape(c) for c in df.columns]
         sys.stdout.write(df.to_csv(index=False))
     elif fmt == "json":
-        sys.stdout.write(df.to_json(orient="records", date_format="iso", default_handler=str) + "\n")
+        text = df.to_json(orient="records", date_format="iso", default_handler=str)
+        sys.stdout.write(text.replace("\x7f", "\\u007f") + "\n")  # DEL too, as JSON escapes the others
     else:
-        with pd.option_context("display.max_colwidth", 80, "display.width", 200):
-            shown = df if max_rows is None else df.head(max_rows)
-            sys.stdout.write((shown.to_string(index=False) if len(shown) else "(no rows)") + "\n")
-            if max_rows is not None and len(df) > max_rows:
-                sys.stdout.write(f"... {len(df) - max_rows} more rows (use --format csv for all)\n")
+        from perflake.render.safe_text import output_width
+        from perflake.render.table import text_table
+
+        shown = df if max_rows is None else df.head(max_rows)
+        sys.stdout.write(text_table(shown, output_width()))
+        if max_rows is not None and len(df) > max_rows:
+            sys.stdout.write(f"... {len(df) - max_rows} more rows (use --format csv for all)\n")
+
+
+def say(message: str) -> None:
+    """``perflake: <message>`` on standard error, one line: control characters (line feeds too) escaped."""
+    from perflake.render.safe_text import escape
+
+    print(f"perflake: {escape(message)}", file=sys.stderr)
+
+
+def error_text(exc: BaseException) -> str:
+    """The message of ``exc`` for the terminal, one line with control characters (line feeds too) escaped; but a
+    query error keeps its query and caret below, the caret under the offending character of the escaped query."""
+    from perflake.render.safe_text import display_width, escape
+
+    message = str(exc)
+    query, position = getattr(exc, "query", None), getattr(exc, "position", None)
+    tail = f"\n  {query}\n  {' ' * position}^" if isinstance(query, str) and isinstance(position, int) else None
+    if tail and message.endswith(tail):
+        head = message[: -len(tail)]
+        return f"{escape(head)}\n  {escape(query)}\n  {' ' * display_width(escape(query[:position]))}^"
+    return escape(message)
 
 
 def print_paths(verb: str, paths, summary: str) -> int:
-    """A line ``<verb> <path>`` per file written or removed, then ``summary``; the exit code of success."""
+    """A line ``<verb> <path>`` per file written or removed, then ``summary``; the exit code of success.
+    Control characters in the paths are escaped."""
+    from perflake.render.safe_text import escape
+
     for path in paths:
-        print(f"{verb} {path}")
-    print(summary)
+        print(f"{verb} {escape(path)}")
+    print(escape(summary))
     return EXIT_OK
 
 
 def paths_column(df: pd.DataFrame, fmt: str) -> pd.DataFrame:
-    """Call paths as text; in tables only the last three frames (csv/json keep the whole path)."""
+    """Call paths as ``a > b > c`` text.  In a table a missing path stays missing (shown ``-``) and a long path is
+    shortened from its start to the terminal's width, the leaf kept (perflake.render.table); csv/json give the
+    whole path, "" when there is none."""
     if "path" in df.columns:
         df = df.copy()
-        keep = 3 if fmt == "table" else None
-        df["path"] = [
-            ("... > " if keep and len(p) > keep else "") + " > ".join(p[-keep:] if keep else p) if p is not None else ""
-            for p in df["path"]
-        ]
+        table = fmt == "table"
+        df["path"] = [" > ".join(map(str, p)) if p is not None else (None if table else "") for p in df["path"]]
     return df
 
 
@@ -139,7 +176,7 @@ def changes_result(args):
         result = changes(Lake(args.lake), args.order_by, where=args.where, metric=args.metric, show=_csv(args.show),
                          min_size=args.min_size, penalty=args.penalty, min_share=args.min_share)
     for w in caught:
-        print(f"perflake: warning: {w.message}", file=sys.stderr)
+        say(f"warning: {w.message}")
     return result
 
 
@@ -163,6 +200,6 @@ def show_warning(message, category, filename, lineno, file=None, line=None, _def
     from perflake.errors import MetadataKeyWarning
 
     if issubclass(category, MetadataKeyWarning):
-        print(f"perflake: warning: {message}", file=sys.stderr)
+        say(f"warning: {message}")
     else:
         _default(message, category, filename, lineno, file, line)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import sys
 
-from perflake.cli.commands._common import EXIT_OK, open_lake, paths_column, print_frame
+from perflake.cli.commands._common import EXIT_OK, open_lake, paths_column, print_frame, say
 from perflake.errors import UsageError
 
 
@@ -26,8 +25,7 @@ def cmd_query(args) -> int:
     lake, q = open_lake(args), _query_text(args.query)
     df = lake.query(q, runs=args.runs or None, where=args.where, multi_index_mode=args.multi_index_mode)
     for attr in unknown_attributes(lake, q, select_runs(lake, args.runs or None, args.where)):
-        print(f"perflake: warning: no selected run has an attribute or metric {attr!r}: it matches nothing",
-              file=sys.stderr)
+        say(f"warning: no selected run has an attribute or metric {attr!r}: it matches nothing")
     print_frame(paths_column(df.drop(columns=["node_id"]), args.format), args.format, max_rows=args.max_rows)
     return EXIT_OK
 

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-import sys
+from perflake.cli.commands._common import say
 
 PLOT_KINDS = ("box", "violin")
 
@@ -34,7 +34,7 @@ def _plot(ens, metric, args) -> None:
 
     keys = [k.strip() for k in args.group_by.split(",") if k.strip()] if args.group_by else None
     plot = plot_distributions(ens, metric, top=args.plot_top, group_by=keys, kind=args.plot or "box", log=args.log)
-    print(f"perflake: wrote {plot.save(args.output, dpi=args.dpi)}", file=sys.stderr)
+    say(f"wrote {plot.save(args.output, dpi=args.dpi)}")
 
 
 def cmd_statsframe(args) -> int:
@@ -48,7 +48,7 @@ def cmd_statsframe(args) -> int:
     ens = lake.ensemble_of(args.where, metric=metrics)
     if metrics is None:
         metrics = [ens.default_metric]
-        print(f"perflake: metric {metrics[0]!r} (choose with --metric)", file=sys.stderr)
+        say(f"metric {metrics[0]!r} (choose with --metric)")
         ens = ens.__class__.from_lake(lake, args.where, metric=metrics)
     ens.stats.describe(metrics, args.stats.split(","), ddof=args.ddof)
     if args.boxplot:
@@ -57,7 +57,7 @@ def cmd_statsframe(args) -> int:
         ens.stats.check_normality(metrics)
     if args.thicket_json:
         ens.to_thicket_json(args.thicket_json)
-        print(f"perflake: wrote {args.thicket_json}", file=sys.stderr)
+        say(f"wrote {args.thicket_json}")
     if args.output:
         _plot(ens, metrics[0], args)
     sf = ens.statsframe
