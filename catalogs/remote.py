@@ -1,11 +1,12 @@
 """Opening the filesystem of a lake URL, and a quick look at an object store before anything else touches it.
 
 A local path goes through fsspec alone: nothing here imports s3fs or botocore unless the URL is ``s3://``.
-On S3 (``pip install 'perflake[s3]'``: s3fs) one ``HeadBucket`` request with short timeouts and at most two
-attempts turns what would otherwise be a botocore traceback -- after minutes of retries when the endpoint is
-unreachable -- into one :class:`~perflake.errors.StorageError` line naming the lake and the problem: s3fs not
-installed, no credentials, wrong credentials (or none that may list the bucket), no such bucket, an endpoint
-that cannot be reached.  The lake's own filesystem keeps s3fs' defaults (timeouts, retries) for the real work.
+On S3 (``pip install 'perflake[s3]'``: s3fs) one ``HeadBucket`` request with short timeouts and one attempt
+(PROBE_SECONDS at most, whatever the endpoint does) turns what would otherwise be a botocore traceback -- after
+minutes of retries when the endpoint is unreachable -- into one :class:`~perflake.errors.StorageError` line
+naming the lake and the problem: s3fs not installed, no credentials, wrong credentials (or none that may list
+the bucket), no such bucket, an endpoint that cannot be reached.  The lake's own filesystem keeps s3fs'
+defaults (timeouts, retries) for the real work.
 
 Credentials and the endpoint come from where botocore and fsspec look for them: ``AWS_ACCESS_KEY_ID`` /
 ``AWS_SECRET_ACCESS_KEY`` / ``AWS_PROFILE``, ``AWS_ENDPOINT_URL`` (or ``AWS_ENDPOINT_URL_S3``) for an
@@ -23,9 +24,13 @@ from perflake.errors import StorageError
 
 S3_PROTOCOLS = ("s3", "s3a")
 # botocore Config of the probe (one HeadBucket, answered in milliseconds by a healthy store): a refused connection
-# fails at once, an endpoint that never connects after 2 x 3 s, one that connects but never answers after 2 x 4 s
-# (total_max_attempts counts the first attempt; botocore's max_attempts would not)
-PROBE_CONFIG = {"connect_timeout": 3, "read_timeout": 4, "retries": {"total_max_attempts": 2, "mode": "standard"}}
+# fails at once, an endpoint that never connects after 2 s, one that connects but never answers after 2 s more
+# (total_max_attempts counts the first attempt: 1 is no retry; botocore's max_attempts would not count it)
+PROBE_CONFIG = {"connect_timeout": 2, "read_timeout": 2, "retries": {"total_max_attempts": 1, "mode": "standard"}}
+PROBE_ATTEMPTS = 1  # s3fs' own retry loop around botocore's (5 attempts with back-off by default)
+# the longest the probe can wait on the network: every attempt connects and reads within its timeouts
+PROBE_SECONDS = (PROBE_CONFIG["connect_timeout"] + PROBE_CONFIG["read_timeout"]) \
+    * PROBE_CONFIG["retries"]["total_max_attempts"] * PROBE_ATTEMPTS
 
 
 def _first_line(exc: BaseException) -> str:
@@ -60,6 +65,16 @@ def _endpoint(fs) -> str:
             or os.environ.get("AWS_ENDPOINT_URL") or "AWS S3")
 
 
+def probe_filesystem(fs):
+    """A new s3fs filesystem with the options of ``fs`` (endpoint, credentials) but the probe's timeouts and
+    attempts (PROBE_CONFIG, PROBE_ATTEMPTS): what :func:`probe_s3` sends its one request with."""
+    options = dict(fs.storage_options)
+    options["config_kwargs"] = {**options.get("config_kwargs", {}), **PROBE_CONFIG}
+    quick = type(fs)(**options, skip_instance_cache=True)
+    quick.retries = PROBE_ATTEMPTS
+    return quick
+
+
 def probe_s3(fs, url: str, path: str) -> None:
     """One HeadBucket on the bucket of ``path``, with the options of ``fs`` but short timeouts and no retry
     loop; StorageError with the reason unless the bucket exists and these credentials may list it.  (Listing
@@ -74,10 +89,7 @@ def probe_s3(fs, url: str, path: str) -> None:
     )
 
     bucket = path.split("/", 1)[0]
-    options = dict(fs.storage_options)
-    options["config_kwargs"] = {**options.get("config_kwargs", {}), **PROBE_CONFIG}
-    quick = type(fs)(**options, skip_instance_cache=True)
-    quick.retries = 1  # s3fs' own retry loop (5 attempts with back-off by default)
+    quick = probe_filesystem(fs)
     try:
         quick.call_s3("head_bucket", Bucket=bucket)
         return

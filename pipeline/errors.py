@@ -97,6 +97,10 @@ class UsageError(PerflakeError):
     """An option value perflake cannot use (an unknown statistic, a bad choice); says what is accepted."""
 
 
+class SchedulerName(UsageError, ValueError):
+    """A ``scheduler`` that is neither a local scheduler's name, an address nor a distributed.Client."""
+
+
 # Hatchet's filter exception names (hatchet.graphframe; exported there by perflake.frame.graphframe too)
 class InvalidFilter(UsageError, TypeError):
     """``GraphFrame.filter`` got something that is neither a callable, a query list, a query string nor a query

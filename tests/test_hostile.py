@@ -235,7 +235,8 @@ CASES = {
     "compare: run id injection": (["compare", "' or 1=1 --", "{tau}"], 2, "no run"),
     "compare: metric injection": (["compare", "{evil}", "{tau}", "--metric", "time') or 1=1 --"], 2, "no selected run"),
     "ensemble: metadata key injection": (
-        ["ensemble", "--metric", EVIL, "--group-by", "meta:x'); drop table runs; --"], 0, EVIL),
+        ["ensemble", "--metric", EVIL, "--group-by", "meta:x'); drop table runs; --"], 2,
+        "no selected run has metadata key \"x'); drop table runs; --\""),  # an unknown key: exit 2, as the API
     "ensemble: metadata key with quotes": (["ensemble", "--group-by", "meta:it's \"key\""], 2, "metadata key"),
     "scaling: quoted metric, metadata value with quotes": (["scaling", "--metric", QUOTED, "--by", "meta:app"], 0,
                                                            "x'); drop table runs; --"),

@@ -30,13 +30,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from perflake.analytics import changepoint
+from perflake.analytics.meta_keys import check_mode, selected_keys, unknown_key_message
 from perflake.analytics.rank_summary import run_values
 from perflake.analytics.selection import parse_key, select, selection_metric, session, union_nodes, with_metric
 from perflake.engine import sqlfiles
-from perflake.errors import LakeError, UsageError
+from perflake.errors import LakeError, MetadataKeyWarning, UsageError
 
 DEFAULT_SHOW = ("launch_time", "meta:commit")
 
@@ -73,25 +75,35 @@ def _show_specs(show, order_by: str) -> tuple[list[str], bool]:
     return [s for s in dict.fromkeys(show) if s != order_by], True
 
 
-def _ordered_runs(lake, order_by: str, show, where, runs):
+def _ordered_runs(lake, order_by: str, show, where, runs, unknown_keys: str):
+    """The selection ordered by ``order_by`` without the runs that lack it (one warning with their count), its
+    catalog rows in the same order; a LakeError when no run has a value (a misspelt ``meta:KEY`` names the close
+    keys); an explicit ``show`` key no run has warns or, ``unknown_keys="error"``, raises."""
     specs, explicit = _show_specs(show, order_by)
     sel = select(lake, runs=runs, where=where, group_by=[order_by, *specs])
-    key = parse_key(order_by)[2]
+    kind, name, key = parse_key(order_by)
     cols = [parse_key(s)[2] for s in specs]
     df = sel.runs
     if df.empty:
         raise LakeError("no runs selected")
     if df[key].isna().all():
+        if kind == "meta" and name not in selected_keys(lake, df["run_id"]):
+            raise LakeError(f"order by {order_by!r}: {unknown_key_message(lake, df['run_id'], name)}")
         raise LakeError(f"order by {order_by!r}: no selected run has a value")
     missing = int(df[key].isna().sum())
     if missing:
-        warnings.warn(f"order by {order_by!r}: {missing} run(s) without a value left out", stacklevel=3)
+        warnings.warn(f"order by {order_by!r}: {missing} of {len(df)} selected runs have no value and are left "
+                      "out", MetadataKeyWarning, stacklevel=3)
     for s, c in zip(specs, cols):
         if df[c].isna().all() and explicit:
-            warnings.warn(f"{s}: no selected run has a value", stacklevel=3)
+            if s.startswith("meta:") and unknown_keys == "error" and s[5:] not in selected_keys(lake, df["run_id"]):
+                raise UsageError(f"show {s!r}: {unknown_key_message(lake, df['run_id'], s[5:])}")
+            warnings.warn(f"{s}: no selected run has a value", MetadataKeyWarning, stacklevel=3)
     keep = [c for s, c in zip(specs, cols) if explicit or not df[c].isna().all()]
     df = df[df[key].notna()].sort_values([key, "run_id"], kind="stable").reset_index(drop=True)
-    return sel._replace(runs=df), key, keep
+    # the catalog rows in the order of the runs kept (with_metric and the default metric index them by position)
+    where_in = pc.index_in(pa.array(df["run_id"], pa.string()), value_set=sel.catalog.column("run_id"))
+    return sel._replace(runs=df, catalog=sel.catalog.take(where_in)), key, keep
 
 
 def _role(catalog, metric: str) -> str:
@@ -110,13 +122,20 @@ def _matrix(values: pd.DataFrame, run_ids: pd.Series, node_ids: np.ndarray) -> n
 
 def changes(lake, order_by: str = "launch_time", *, where: str | None = None, runs=None, metric: str | None = None,
             show=None, min_size: int = 5, penalty: float | None = None, min_share: float = 0.0, clip: float = 3.0,
-            scale: str = "log") -> ChangeResult:
-    """Change points of every call path over the runs ordered by ``order_by`` (module docstring)."""
+            scale: str = "log", unknown_keys: str = "warn") -> ChangeResult:
+    """Change points of every call path over the runs ordered by ``order_by`` (module docstring);
+    ``unknown_keys="error"``: a ``meta:KEY`` of ``show`` that no selected run has is a UsageError (else a
+    warning)."""
     if min_size < 1:
         raise UsageError(f"min_size must be >= 1, not {min_size}")
+    if penalty is not None and not (np.isfinite(penalty) and penalty >= 0):
+        raise UsageError(f"penalty must be a finite number >= 0, not {penalty}")
+    if not (np.isfinite(min_share) and 0 <= min_share <= 1):
+        raise UsageError(f"min_share must be a share between 0 and 1, not {min_share}")
+    check_mode(unknown_keys)
     if scale not in ("log", "linear"):
         raise UsageError(f"scale must be 'log' or 'linear', not {scale!r}")
-    sel, key, shown = _ordered_runs(lake, order_by, show, where, runs)
+    sel, key, shown = _ordered_runs(lake, order_by, show, where, runs, unknown_keys)
     metric = metric if metric is not None else selection_metric(sel)[0]
     rows = with_metric(sel, metric)
     ordered = sel.runs[sel.runs["run_id"].isin(set(rows["run_id"]))].reset_index(drop=True)

@@ -96,22 +96,26 @@ def _metrics(metric) -> list[str]:
 
 
 def ensemble(lake, where: str | None = None, group_by=None, *, metric=None, stats=DEFAULT_STATS, ddof: int = 1,
-             runs=None, scheduler=None, task_rows: int = parallel.DEFAULT_TASK_ROWS) -> pd.DataFrame:
+             runs=None, scheduler=None, task_rows: int = parallel.DEFAULT_TASK_ROWS,
+             unknown_keys: str = "warn") -> pd.DataFrame:
     """Per call path (and group), statistics across runs of the per-run value (module docstring).
 
     ``where``: SQL condition on the runs catalog (``"nprocs >= 64 and app = 'lulesh2.0'"``); ``runs``:
     ids or prefixes; ``group_by``: catalog columns and ``meta:KEY`` metadata keys (a column ``meta:KEY``
     each, numbers typed as numbers); ``metric``: a name or a list (default: :func:`selection_metric`, the
     selected runs' inclusive time in the first place); ``stats``: count, mean, std, var
-    (divisor count - ``ddof``), min, max, median, pNN (linear interpolation).
+    (divisor count - ``ddof``), min, max, median, pNN (linear interpolation); ``unknown_keys``: a ``meta:KEY``
+    no selected run has warns (``"warn"``) or raises a UsageError naming close keys (``"error"``).
     Returns [group keys], node_id, name, path, metric, one column per stat; sorted by keys, metric, path
     (tree order).
     """
     sel = select(lake, runs=runs, where=where, group_by=group_by)
     from perflake.analytics.ensemble_ops import check_group_keys  # a typo (meta:nokey) warns, never silent
 
-    check_group_keys(lake, sel.runs, sel.keys)
+    check_group_keys(lake, sel.runs, sel.keys, unknown_keys=unknown_keys)
     stats = parse_stats(stats)[0]
+    if isinstance(ddof, bool) or not isinstance(ddof, (int, np.integer)) or ddof < 0:
+        raise UsageError(f"ddof must be a whole number >= 0 (the divisor is count - ddof), not {ddof!r}")
     metric = metric if metric is not None else selection_metric(sel)[0]
     with session(lake) as con:
         frames = [group_stats(lake, with_metric(sel, m), m, stats=stats, ddof=ddof, scheduler=scheduler,
@@ -124,11 +128,12 @@ def ensemble(lake, where: str | None = None, group_by=None, *, metric=None, stat
 
 
 def scaling_table(lake, metric: str | None = None, by: str = "nprocs", *, where: str | None = None, stat: str = "mean",
-                  runs=None, scheduler=None) -> pd.DataFrame:
+                  runs=None, scheduler=None, unknown_keys: str = "warn") -> pd.DataFrame:
     """A metric's ``stat`` per call path (rows, indexed by node_id, with name and path) and value of ``by``
     (columns, ascending): the table of a scaling study.  NaN where a call path does not occur.  ``metric``
     defaults as in :func:`ensemble`; the metric used is in ``attrs["metric"]``."""
-    df = ensemble(lake, where, [by], metric=metric, stats=(stat,), runs=runs, scheduler=scheduler)
+    df = ensemble(lake, where, [by], metric=metric, stats=(stat,), runs=runs, scheduler=scheduler,
+                  unknown_keys=unknown_keys)
     key = parse_key(by)[2]
     wide = df.pivot(index="node_id", columns=key, values=stat)
     wide = wide[sorted(wide.columns, key=lambda v: (pd.isna(v), v if not pd.isna(v) else 0))]

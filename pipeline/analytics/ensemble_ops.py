@@ -44,21 +44,21 @@ def warn_missing(metadata: pd.DataFrame, column) -> None:
                       f"group where it is missing", MetadataKeyWarning, stacklevel=4)
 
 
-def check_group_keys(lake, runs: pd.DataFrame, keys) -> None:
-    """Warn (MetadataKeyWarning) about each ``meta:KEY`` group column of a run selection that some runs lack,
-    naming close keys when no run has it: ``Lake.ensemble(group_by=["meta:nokey"])`` still answers (one group
-    where the key is missing) but never silently."""
+def check_group_keys(lake, runs: pd.DataFrame, keys, *, unknown_keys: str = "warn") -> None:
+    """Warn (MetadataKeyWarning) about each ``meta:KEY`` group column of a run selection that some runs lack;
+    a key no run has (a typo, named with the close keys) warns too -- ``Lake.ensemble(group_by=["meta:nokey"])``
+    still answers, one group where the key is missing, but never silently -- or, ``unknown_keys="error"`` (the
+    CLI), is a UsageError (perflake.analytics.meta_keys)."""
+    from perflake.analytics.meta_keys import check_mode, report_unknown
+
+    check_mode(unknown_keys)
     for key in keys:
         if not key.startswith("meta:") or key not in runs:
             continue
         missing = int(runs[key].isna().sum())
         if missing == len(runs) and missing:
-            table = lake.catalog().runs(columns=["run_id", "metadata"]).to_pydict()
-            chosen = set(runs["run_id"])
-            known = set().union(*(json.loads(m or "{}") for r, m in zip(table["run_id"], table["metadata"])
-                                  if r in chosen))
-            warnings.warn(f"no selected run has metadata key {key[5:]!r}{_suggest(key[5:], known)}: every run is "
-                          "in the group where it is missing", MetadataKeyWarning, stacklevel=3)
+            report_unknown(lake, runs["run_id"], key[5:], "every run is in the group where it is missing",
+                           unknown_keys, stacklevel=3)
         elif missing:
             warnings.warn(f"{missing} of {len(runs)} selected runs have no metadata key {key[5:]!r}: they form the "
                           "group where it is missing", MetadataKeyWarning, stacklevel=3)

@@ -87,18 +87,23 @@ def points_of(table: pd.DataFrame, key: str) -> tuple[pd.DataFrame, np.ndarray]:
 
 def scaling_models(lake, by: str = "nprocs", metric: str | None = None, *, where: str | None = None, runs=None,
                    stat: str = "mean", predict=None, negative: bool = False, log_terms: bool = True,
-                   min_points: int = 3, scheduler=None) -> ScalingModels:
+                   min_points: int = 3, scheduler=None, unknown_keys: str = "warn") -> ScalingModels:
     """Fit ``c0 + c1 * p^i * log2(p)^j`` per call path of ``metric`` over the values ``p`` of ``by``.
 
     ``where``/``runs``: the runs (SQL on the catalog / ids or prefixes); ``metric``: default as in
     :func:`perflake.analytics.ensemble.ensemble`; ``stat``: how the runs of one point combine (mean, median,
     min, max, pNN); ``negative``: also try Extra-P's negative exponents (strong scaling: time falling with p);
     ``log_terms``: allow log2 factors; ``min_points``: fewer points give no model (Extra-P asks for 5);
-    ``predict``: a point p at which to evaluate every model (column ``predicted``).
+    ``predict``: a point p at which to evaluate every model (column ``predicted``); ``unknown_keys``: as in
+    :func:`perflake.analytics.ensemble.ensemble`.
     """
+    if isinstance(min_points, bool) or not isinstance(min_points, (int, np.integer)) or min_points < 3:
+        raise UsageError(f"min_points must be a whole number >= 3 (leave-one-out fits of two coefficients), "
+                         f"not {min_points!r}")
     at = _point(predict) if predict is not None else None
     key = parse_key(by)[2]
-    table = scaling_table(lake, metric, by, where=where, stat=stat, runs=runs, scheduler=scheduler)
+    table = scaling_table(lake, metric, by, where=where, stat=stat, runs=runs, scheduler=scheduler,
+                          unknown_keys=unknown_keys)
     used, x = points_of(table, key)
     if len(x) < min_points:
         raise UsageError(f"{key}: {len(x)} distinct values {list(used.columns[len(LABELS):])}; a scaling model "

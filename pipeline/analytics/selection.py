@@ -67,8 +67,10 @@ def parse_key(spec: str) -> tuple[str, str, str]:
     m = _META_ARROW.match(spec.strip())
     key = spec[5:] if spec.startswith("meta:") else (m.group(1) or m.group(2)) if m else None
     if key is None:
-        raise LakeError(f"group_by {spec!r}: not a catalog column ({', '.join(sorted(GROUP_COLUMNS))}) "
-                        "nor meta:KEY for a metadata key")
+        from perflake.analytics.meta_keys import suggest
+
+        hint = suggest(spec, GROUP_COLUMNS) or f" ({', '.join(sorted(GROUP_COLUMNS))})"
+        raise LakeError(f"{spec!r}: not a catalog column{hint} nor meta:KEY for a metadata key")
     if not key or any(c in key for c in '"\\') or any(ord(c) < 32 for c in key):
         raise LakeError(f"group_by {spec!r}: a metadata key must be non-empty, without quotes, backslashes "
                         "or control characters")

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable
 import duckdb
 import pyarrow as pa
 
-from perflake.engine import duck, sqlfiles
-from perflake.errors import UsageError
+from perflake.engine import duck, resources, sqlfiles
+from perflake.errors import SchedulerName, UsageError
 
 DEFAULT_TASK_ROWS = 1_000_000  # metric rows (node x location) one task reads at most, about 10 MB of Parquet
 RANK_MAX = 2**31 - 1
@@ -91,7 +91,8 @@ def sql_task(name: str, params: dict, *, views: dict | None = None, tables: dict
     takes them); ``filesystem``: an fsspec filesystem to register for a non-local lake.  Everything is a plain,
     picklable value, so this runs on any worker.
     """
-    con = duck.with_macros(duckdb.connect(config={"threads": threads, **duck.OFFLINE}))
+    limit = resources.duckdb_config(share=resources.workers() or 1)  # {} unless the address space is limited
+    con = duck.with_macros(duckdb.connect(config={**limit, "threads": threads, **duck.OFFLINE}))
     try:
         if filesystem is not None:
             con.register_filesystem(filesystem)
@@ -133,18 +134,75 @@ def fan_out(func: Callable, tasks: Iterable[dict], *, scheduler=None) -> list:
 
     lazy = [dask.delayed(func, pure=True)(**t) for t in tasks]
     if scheduler is None or isinstance(scheduler, str) and scheduler.lower() in LOCAL_SCHEDULERS:
-        return list(dask.compute(*lazy, scheduler=_local_get(LOCAL_SCHEDULERS[(scheduler or "threads").lower()])))
+        name = LOCAL_SCHEDULERS[(scheduler or "threads").lower()]
+        pool = {} if name == "synchronous" or resources.workers() is None else {"num_workers": resources.workers()}
+        return list(dask.compute(*lazy, scheduler=_local_get(name), **pool))  # pool: fewer under ulimit -v
     if isinstance(scheduler, str):
         if "://" not in scheduler:
-            raise ValueError(f"scheduler {scheduler!r}: expected one of {sorted(LOCAL_SCHEDULERS)}, "
-                             "an address such as 'tcp://host:8786', or a distributed.Client")
-        from distributed import Client
-
-        try:
-            client = Client(scheduler, set_as_default=False, timeout=CONNECT_SECONDS)
-        except (OSError, TimeoutError) as exc:
-            raise UsageError(f"scheduler {scheduler}: cannot connect within {CONNECT_SECONDS:g} s "
-                             f"({str(exc).splitlines()[0][:120]})") from None
+            raise SchedulerName(f"scheduler {scheduler!r}: expected one of {sorted(LOCAL_SCHEDULERS)}, "
+                                "an address such as 'tcp://host:8786', or a distributed.Client")
+        client = connect_client(scheduler)
         with client:
             return list(dask.compute(*lazy, scheduler=client))
     return list(dask.compute(*lazy, scheduler=scheduler))
+
+
+# -- a dask.distributed scheduler at an address: connected within CONNECT_SECONDS, or one line ---------------------
+HANDSHAKE_GRACE = 0.5  # seconds beyond CONNECT_SECONDS a peer that accepted the connection has to answer
+
+
+def connect_settings() -> dict:
+    """The dask config perflake connects to a scheduler with (``dask.config.set`` around the connection): every
+    connection attempt, retries included, ends after CONNECT_SECONDS."""
+    return {"distributed.comm.timeouts.connect": f"{CONNECT_SECONDS:g}s"}
+
+
+def _handshake(address: str) -> None:
+    """Open one comm to ``address`` and complete distributed's handshake: within CONNECT_SECONDS, and
+    HANDSHAKE_GRACE more for a peer that accepted the connection.
+
+    ``distributed.Client(address, timeout=...)`` bounds the TCP connection, but not the handshake that follows:
+    an address that accepts connections and never answers (a scheduler that hangs, another service, a firewall
+    that swallows the traffic) kept it waiting for ever.  The probe runs in a thread of its own, with its own
+    event loop, so it works under a running loop too (Jupyter)."""
+    import asyncio
+    import threading
+
+    from distributed.comm import connect
+
+    async def attempt():  # distributed's own limit ends a refused or unreachable address first, with its message
+        comm = await asyncio.wait_for(connect(address, timeout=CONNECT_SECONDS), CONNECT_SECONDS + HANDSHAKE_GRACE)
+        await comm.close()
+
+    outcome: list[BaseException | None] = []
+
+    def run():
+        try:
+            asyncio.run(attempt())
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 -- handed to the caller's thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, name="perflake-scheduler-probe", daemon=True)
+    worker.start()
+    worker.join(CONNECT_SECONDS + HANDSHAKE_GRACE + 1.0)  # wait_for ends the attempt; + 1 s: the loop's end
+    if not outcome:
+        raise TimeoutError("no answer")
+    if outcome[0] is not None:
+        raise outcome[0]
+
+
+def connect_client(address: str):
+    """A ``distributed.Client`` of the scheduler at ``address`` (the caller closes it), or a UsageError of one
+    line naming the address when nothing answers within CONNECT_SECONDS: nothing listening (refused and retried
+    until then) as well as a peer that accepts the connection and never speaks."""
+    import dask
+    from distributed import Client
+
+    with dask.config.set(connect_settings()):
+        try:
+            _handshake(address)
+            return Client(address, set_as_default=False, timeout=CONNECT_SECONDS)
+        except (OSError, TimeoutError, ValueError) as exc:  # ValueError: a malformed address
+            first = (str(exc).strip().splitlines() or ["no answer"])[0][:120]
+            raise UsageError(f"scheduler {address}: cannot connect within {CONNECT_SECONDS:g} s ({first})") from None

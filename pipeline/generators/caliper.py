@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .calltree import CallTree, Metrics, make_metrics, make_tree, perturb
+from .limits import check_sizes
 
 COLUMNS = ["inclusive#sum#time.duration", "mpi.rank", "sum#time.duration", "path"]
 _APPS = [("lulesh2.0", ["-s", "48", "-i", "500", "-p"], "48", "500"),
@@ -105,8 +106,7 @@ def write_caliper_json_runs(out_dir, *, nodes: int, ranks: int, runs: int = 1, s
     with the metric seeds of :func:`perflake.generators.tau.write_tau_runs`, so the TAU and Caliper runs of one
     seed hold the same call trees and per-node, per-rank times (only the time outside every region differs).
     """
-    if nodes < 1 or ranks < 1 or runs < 0 or seed < 0:
-        raise ValueError("nodes and ranks must be >= 1; runs and seed >= 0")
+    check_sizes(nodes=nodes, ranks=ranks, runs=runs, seed=seed)
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     base = make_tree(nodes, seed=seed)

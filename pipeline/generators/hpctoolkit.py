@@ -30,6 +30,7 @@ import zlib
 import numpy as np
 
 from .calltree import CallTree, Metrics, make_metrics, make_tree, perturb
+from .limits import check_sizes
 from .names import MPI, ROOT_NAME, SOLVER, category, source_location
 
 MAGIC = b"HPCPROF-metricdb__00.10b"
@@ -191,8 +192,7 @@ def write_hpctoolkit_runs(out_dir, *, nodes: int, ranks: int, runs: int = 1, see
     in experiment.xml version 2.2, and ``.hpctrace`` files.  ``nested_loops`` (default: ``not metric_db``):
     loops hold an inner loop and have cost of their own.
     """
-    if nodes < 1 or ranks < 1 or threads < 1 or runs < 0 or seed < 0:
-        raise ValueError("nodes, ranks and threads must be >= 1; runs and seed >= 0")
+    check_sizes(nodes=nodes, ranks=ranks, threads=threads, runs=runs, seed=seed)
     nested = (not metric_db) if nested_loops is None else bool(nested_loops)
     out = pathlib.Path(out_dir)
     app = _APPS[seed % len(_APPS)]

@@ -41,6 +41,7 @@ import numpy as np
 
 from . import hpctoolkit_v4_bytes as enc
 from .calltree import CallTree, make_metrics, make_tree, perturb
+from .limits import check_sizes
 from .names import MPI, ROOT_NAME, SOLVER, STD, category, source_location
 
 LAYOUTS = ("4.0", "2022-pre")
@@ -270,8 +271,9 @@ def write_hpctoolkit_v4_runs(out_dir, *, nodes: int, ranks: int, threads: int = 
     """Write ``runs`` HPCToolkit v4 databases ``out_dir/run-000`` ... and return their directories."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}")
-    if runs < 0 or ranks_per_node < 1:
-        raise ValueError("runs must be >= 0 and ranks_per_node >= 1")
+    check_sizes(nodes=nodes, ranks=ranks, threads=threads, runs=runs, seed=seed)
+    if ranks_per_node < 1:
+        raise ValueError("ranks_per_node must be >= 1")
     out = pathlib.Path(out_dir)
     dirs = []
     for k in range(runs):

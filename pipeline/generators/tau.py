@@ -17,6 +17,7 @@ import zlib
 import numpy as np
 
 from .calltree import CallTree, Metrics, inclusive_from_exclusive, make_metrics, make_tree, perturb
+from .limits import check_sizes
 from .names import MPI, category, signature, source_location
 
 TAU_ROOT = ".TAU application"
@@ -164,8 +165,7 @@ def write_tau_runs(out_dir, *, nodes: int, ranks: int, runs: int = 1, seed: int 
         raise ValueError("metrics must be a non-empty sequence of distinct names")
     if any(not re.fullmatch(r"[A-Za-z0-9_:]+", mt) for mt in metrics):
         raise ValueError(f"unsupported metric name in {metrics!r}")
-    if nodes < 1 or ranks < 1 or threads < 1 or runs < 0 or seed < 0:
-        raise ValueError("nodes, ranks and threads must be >= 1; runs and seed >= 0")
+    check_sizes(nodes=nodes, ranks=ranks, threads=threads, runs=runs, seed=seed)
     out = pathlib.Path(out_dir)
     base = make_tree(nodes, seed=seed)
     run_dirs: list[pathlib.Path] = []

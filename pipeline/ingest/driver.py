@@ -225,9 +225,9 @@ def _run(catalog: Catalog, candidates: list[Candidate], known: Known, scheduler,
 
     client = None
     if isinstance(scheduler, str) and "://" in scheduler:
-        from distributed import Client
+        from perflake.engine.parallel import connect_client
 
-        client = scheduler = Client(scheduler, set_as_default=False)
+        client = scheduler = connect_client(scheduler)  # within CONNECT_SECONDS, or one line
     try:
         parallelism = _parallelism(scheduler)
         chunks = _chunks(candidates, parallelism)

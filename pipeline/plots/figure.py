@@ -30,6 +30,7 @@ from perflake.errors import PlotError
 
 FORMATS = {".png": "png", ".svg": "svg"}
 DPI = 100
+MAX_DPI = 2400  # a 10 x 6 inch plot at 2400 dpi is already 24000 x 14400 pixels
 # text stays text in SVG; ids derived from a fixed salt, so the same plot gives the same bytes
 _SVG_RC = {"svg.fonttype": "none", "svg.hashsalt": "perflake"}
 _METADATA = {"png": {"Software": "perflake"}, "svg": {"Date": None}}
@@ -73,6 +74,8 @@ class Plot:
         """The plot rendered as PNG or SVG bytes."""
         if fmt not in _METADATA:
             raise PlotError(f"cannot render a plot as {fmt!r}; use 'png' or 'svg'")
+        if dpi is not None and (isinstance(dpi, bool) or not 1 <= dpi <= MAX_DPI):
+            raise PlotError(f"dpi must be between 1 and {MAX_DPI}, not {dpi!r}")
         buf = io.BytesIO()
         with matplotlib.rc_context(_SVG_RC if fmt == "svg" else {}):
             self.figure.savefig(buf, format=fmt, dpi=dpi or self.figure.dpi, metadata=_METADATA[fmt])

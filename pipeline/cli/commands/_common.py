@@ -160,26 +160,6 @@ def lists_column(df: pd.DataFrame) -> pd.DataFrame:
 
 
 # -- change points: `perflake changes` and `perflake plot timeline` ---------------------------------------------
-def _csv(text: str | None):
-    return [s.strip() for s in text.split(",") if s.strip()] if text else None
-
-
-def changes_result(args):
-    """perflake.analytics.changes for the arguments of :func:`changes_arguments` (warnings on stderr)."""
-    import warnings
-
-    from perflake.analytics.changes import changes
-    from perflake.lake import Lake
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = changes(Lake(args.lake), args.order_by, where=args.where, metric=args.metric, show=_csv(args.show),
-                         min_size=args.min_size, penalty=args.penalty, min_share=args.min_share)
-    for w in caught:
-        say(f"warning: {w.message}")
-    return result
-
-
 def changes_arguments(sp, lake_arg) -> None:
     """The options of ``perflake changes`` and ``perflake plot timeline``."""
     lake_arg(sp)

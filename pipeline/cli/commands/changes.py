@@ -1,13 +1,20 @@
 """``perflake changes --order-by launch_time``: per call path, the runs where its level shifted (PELT, see
-perflake.analytics.changes), each named with its metadata (``perflake plot timeline`` draws the same result)."""
+perflake.analytics.changes), each named with its metadata (``perflake plot timeline`` draws the same result).
+
+Runs without a value of the order key are left out with one warning saying how many; none left, a misspelt
+``meta:KEY`` (in --order-by or --show: the close keys are named) or an option out of range is one line, exit 2.
+"""
 
 from __future__ import annotations
 
-from perflake.cli.commands._common import changes_arguments, changes_result, paths_column, print_frame
+from perflake.cli.commands._changes import changes_of
+from perflake.cli.commands._checks import whole
+from perflake.cli.commands._common import changes_arguments, paths_column, print_frame
 
 
 def cmd_changes(args) -> int:
-    result = changes_result(args)
+    whole("--top", args.top, low=0)
+    result = changes_of(args)
     df = result.changes
     if args.format == "table":
         df = df.drop(columns=["node_id", "run_id"])

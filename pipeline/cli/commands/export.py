@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from perflake.cli.commands._checks import output_dir, output_file
 from perflake.cli.commands._common import print_paths
 
 FORMATS = ("hatchet-json", "thicket-json")
@@ -51,6 +52,13 @@ def _from_paths(paths: list[str]) -> tuple[dict, dict]:
 def cmd_export(args) -> int:
     from perflake.interop import json_files as hatchet_json
 
+    # before any run is read: a path that cannot be written is one line naming it
+    if args.to == "thicket-json":
+        output_file(args.output)
+    elif len(args.runs) == 1:
+        output_file(args.output, directory_ok=True)
+    else:
+        output_dir(args.output)
     gfs, sources = _from_lake(args.lake, args.runs) if args.lake else _from_paths(args.runs)
     out = args.output
     if args.to == "thicket-json":

@@ -10,8 +10,11 @@ import math
 import sys
 from pathlib import Path
 
+from perflake.cli.commands._checks import number, output_file, written
 from perflake.cli.commands._common import EXIT_OK, load_graphframe, location, run_args
 from perflake.errors import RenderError
+
+MIN_WIDTH, MAX_WIDTH = 100, 100_000  # pixels: narrower draws nothing legible, wider no viewer opens
 
 
 def cmd_flamegraph(args) -> int:
@@ -25,10 +28,15 @@ def cmd_flamegraph(args) -> int:
         raise RenderError("--scale applies to .folded output only (SVG and PNG draw the values as they are)")
     if not (math.isfinite(args.scale) and args.scale > 0):
         raise RenderError(f"--scale must be a finite number above 0, not {args.scale:g}")
+    number("--width", args.width, low=MIN_WIDTH, high=MAX_WIDTH)
+    output_file(out)  # before the run is read: a path that cannot be written is one line, at once
     gf = load_graphframe(args)
     style = {"width": args.width} if not folded else {"scale": args.scale}
-    n = save(gf, out, args.metric, icicle=args.icicle, color_by=args.color_by, title=args.title,
-             **location(args, aggregate_default=None), **style)
+    try:
+        n = save(gf, out, args.metric, icicle=args.icicle, color_by=args.color_by, title=args.title,
+                 **location(args, aggregate_default=None), **style)
+    except OSError as exc:
+        raise written(out, exc) from None
     kind = "lines" if folded else "frames"
     print(f"wrote {out} ({n} {kind})")
     if folded:
@@ -49,7 +57,8 @@ def register(sub, *, lake_arg, fmt_arg) -> None:
     sp.add_argument("--icicle", action="store_true", help="root on top (icicle chart) instead of at the bottom")
     sp.add_argument("--color-by", help="colour by this metric (default: by frame name)")
     sp.add_argument("--title", help="title of the picture")
-    sp.add_argument("--width", type=float, default=1200, help="picture width in pixels (default 1200)")
+    sp.add_argument("--width", type=float, default=1200,
+                    help=f"picture width in pixels (default 1200; {MIN_WIDTH} to {MAX_WIDTH:,})")
     sp.add_argument("--scale", type=float, default=1.0,
                     help=".folded only: multiply the values before rounding to integers (1e6: seconds as microseconds)")
     sp.set_defaults(func=cmd_flamegraph)

@@ -3,13 +3,33 @@
 
 from __future__ import annotations
 
+from perflake.cli.commands._checks import output_dir, whole
 from perflake.cli.commands._common import EXIT_OK
 from perflake.errors import UsageError
+
+
+def _check_sizes(args) -> None:
+    """Every size option in its range (perflake.generators.limits), one run not too big: a one-line UsageError
+    naming the option otherwise, before anything is written."""
+    from perflake.generators.limits import SIZES, size_problem, values_problem
+
+    whole("--runs", args.runs, low=1, high=SIZES["runs"][1])  # the API takes 0 runs; here it is a mistake
+    for name in ("nodes", "ranks", "threads", "seed"):
+        problem = size_problem(name, getattr(args, name))
+        if problem:
+            raise UsageError(f"--{name} {problem}")
+    if args.threads != 1 and args.format == "caliper":
+        raise UsageError("--threads is for tau and hpctoolkit (Caliper's json-split rows carry mpi.rank only)")
+    problem = values_problem(args.nodes, args.ranks, args.threads)
+    if problem:
+        raise UsageError(f"--nodes x --ranks x --threads: {problem}")
 
 
 def cmd_generate(args) -> int:
     from perflake.generators import WRITERS
 
+    _check_sizes(args)
+    output_dir(args.out)
     extra = {"threads": args.threads} if args.threads != 1 else {}
     writer, kind = WRITERS[args.format], args.format
     if getattr(args, "no_metric_db", False):
@@ -23,7 +43,10 @@ def cmd_generate(args) -> int:
 
         extra.update(layout=args.layout or "4.0", copied_sources=args.copied_sources)
         kind = f"hpctoolkit v4 ({args.layout or '4.0'} layout)"
-    paths = writer(args.out, nodes=args.nodes, ranks=args.ranks, runs=args.runs, seed=args.seed, **extra)
+    try:
+        paths = writer(args.out, nodes=args.nodes, ranks=args.ranks, runs=args.runs, seed=args.seed, **extra)
+    except OSError as exc:  # a full disk, a file where a run directory goes
+        raise UsageError(f"{exc.filename or args.out}: cannot write: {exc.strerror or exc}") from None
     print(f"wrote {len(paths)} {kind} runs ({args.nodes} nodes x {args.ranks} ranks) under {args.out}")
     return EXIT_OK
 

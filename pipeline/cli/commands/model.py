@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from perflake.cli.commands._checks import output_file, whole
 from perflake.cli.commands._common import EXIT_OK, open_lake, paths_column, print_frame
 
 SHOWN = ["name", "path", "model", "smape", "ar2", "points"]
@@ -13,13 +14,17 @@ SHOWN = ["name", "path", "model", "smape", "ar2", "points"]
 def cmd_model(args) -> int:
     from perflake.analytics.models import ranked, scaling_models
 
+    whole("--min-points", args.min_points, low=3)
+    whole("--top", args.top, low=0)
+    whole("--plot-top", args.plot_top, low=1)
     if args.output:
         from perflake.plots.figure import output_format
 
-        output_format(args.output)  # a bad extension fails before any work
+        output_format(args.output)  # a bad extension or a path that cannot be written fails before any work
+        output_file(args.output)
     lake = open_lake(args)
     models = scaling_models(lake, args.by, args.metric, where=args.where, stat=args.stat, predict=args.predict,
-                            negative=args.negative, min_points=args.min_points)
+                            negative=args.negative, min_points=args.min_points, unknown_keys="error")
     if not args.metric:
         print(f"perflake: metric {models.metric} (the selected runs' default; --metric to choose)", file=sys.stderr)
     table = ranked(models, args.top or None)

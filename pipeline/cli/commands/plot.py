@@ -6,7 +6,8 @@ extension is checked before any work is done; every user error is a PerflakeErro
 
 from __future__ import annotations
 
-from perflake.cli.commands._common import EXIT_OK, changes_arguments, changes_result, open_lake
+from perflake.cli.commands._checks import output_file, scheduler, whole
+from perflake.cli.commands._common import EXIT_OK, changes_arguments, open_lake
 
 
 def _write(plot, args) -> int:
@@ -16,13 +17,18 @@ def _write(plot, args) -> int:
 
 
 def _check_output(args) -> None:
-    from perflake.plots.figure import output_format
+    """Before any work: the extension (.png or .svg), a path that can be written, --top and --dpi in range."""
+    from perflake.plots.figure import MAX_DPI, output_format
 
     output_format(args.output)
+    output_file(args.output)
+    whole("--top", args.top, low=1)
+    whole("--dpi", args.dpi, low=1, high=MAX_DPI)
 
 
 def cmd_imbalance(args) -> int:
     _check_output(args)
+    scheduler(args.scheduler)
     from perflake.frame.defaults import per_rank_metric
     from perflake.plots import plot_imbalance
 
@@ -37,7 +43,8 @@ def cmd_scaling(args) -> int:
     _check_output(args)
     from perflake.plots import plot_scaling
 
-    table = open_lake(args).scaling_table(args.metric, args.by, where=args.where, stat=args.stat)
+    table = open_lake(args).scaling_table(args.metric, args.by, where=args.where, stat=args.stat,
+                                          unknown_keys="error")  # a misspelt meta:KEY is exit 2, as in the API
     metric = args.metric or table.attrs.get("metric")  # the default: perflake.analytics.ensemble.selection_metric
     return _write(plot_scaling(table, top=args.top, metric=metric, logx=args.logx, logy=args.logy,
                                ideal=args.ideal, title=args.title), args)
@@ -100,16 +107,12 @@ def register(sub, *, lake_arg, fmt_arg) -> None:
 
 
 def cmd_timeline(args) -> int:
-    from perflake.plots.figure import output_format
-
-    output_format(args.output)
+    _check_output(args)
+    from perflake.cli.commands._changes import changes_of
     from perflake.plots.timeline import plot_timeline
 
     nodes = [int(p) if p.isdigit() else p for p in args.path] if args.path else None
-    plot = plot_timeline(changes_result(args), top=args.top, nodes=nodes, title=args.title)
-    path = plot.save(args.output, dpi=args.dpi)
-    print(f"wrote {path}")
-    return 0
+    return _write(plot_timeline(changes_of(args), top=args.top, nodes=nodes, title=args.title), args)
 
 
 def register_timeline(kinds, *, lake_arg) -> None:

@@ -43,11 +43,15 @@ def _table(result, top: int):
 
 def cmd_regress(args) -> int:
     from perflake.analytics.regress import regress
+    from perflake.cli.commands._checks import output_file, whole, written
     from perflake.cli.commands._common import paths_column as _paths_column
     from perflake.cli.commands._common import print_frame as _print_frame
-    from perflake.errors import PerflakeError
     from perflake.lake import Lake
 
+    whole("--top", args.top, low=0)
+    for path in (args.json, args.markdown):
+        if path:
+            output_file(path)  # before the runs are read: one line naming the path
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = regress(Lake(args.lake), args.baseline, args.candidate, metric=args.metric, test=args.test,
@@ -60,7 +64,7 @@ def cmd_regress(args) -> int:
                 with open(path, "w", encoding="utf-8") as fh:
                     fh.write(text())
             except OSError as exc:
-                raise PerflakeError(f"{path}: cannot write: {exc.strerror or exc}") from None
+                raise written(path, exc) from None
     if args.format == "table":
         _print_frame(_paths_column(_table(result, args.top), "table"), "table")
         print(result.summary())

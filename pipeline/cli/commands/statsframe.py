@@ -43,6 +43,11 @@ def cmd_statsframe(args) -> int:
     from perflake.cli.commands._common import print_frame as _print_frame
 
     _check_plot(args)
+    from perflake.cli.commands._checks import output_file
+
+    for path in (args.output, args.thicket_json):  # one line before any work, not after it
+        if path is not None:
+            output_file(path)
     lake = _lake(args)
     metrics = args.metric.split(",") if args.metric else None
     ens = lake.ensemble_of(args.where, metric=metrics)
