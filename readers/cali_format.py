@@ -33,9 +33,9 @@ is defined and maps file ids to ids of its own; its ``idmap.insert`` keeps the f
 which definition later references see depends on its own numbering.  perflake follows caliper-reader.  The
 binding itself is :class:`perflake.readers.cali_bindings.Bindings`.
 
-Memory: the file is read in blocks cut at line ends, never whole (:mod:`perflake.readers.cali_stream`); what
+Memory: the file is read in blocks cut at line ends, never whole (:mod:`perflake.readers.cali_blocks`); what
 is kept is the context tree (``nodes``) and the records, stored compactly.  Limits
-(:mod:`perflake.readers.limits`), refused as soon as they are seen: a line longer than ``cali_stream.MAX_LINE``
+(:mod:`perflake.readers.limits`), refused as soon as they are seen: a line longer than ``cali_blocks.MAX_LINE``
 bytes (found after reading at most that plus one block of it), a node or global value longer than
 ``MAX_ATTRIBUTE_TEXT`` bytes, more than ``MAX_NODES`` nodes.
 
@@ -55,7 +55,7 @@ from perflake.errors import ReaderError
 from perflake.readers.base import shown
 from perflake.readers.cali_bindings import FRESH, INV_ID, NAME_ATTR, Bindings
 from perflake.readers.cali_bindings import values as _values
-from perflake.readers.cali_stream import Records, check_value, line_blocks
+from perflake.readers.cali_blocks import Records, check_value, line_blocks
 from perflake.readers.limits import MAX_FRAME_TEXT, MAX_NODES
 
 ASVALUE, HIDDEN, NESTED, GLOBAL = 1, 128, 256, 512

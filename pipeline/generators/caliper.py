@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .calltree import CallTree, Metrics, make_metrics, make_tree, perturb
-from .limits import check_sizes
+from .size_limits import check_sizes
 
 COLUMNS = ["inclusive#sum#time.duration", "mpi.rank", "sum#time.duration", "path"]
 _APPS = [("lulesh2.0", ["-s", "48", "-i", "500", "-p"], "48", "500"),

@@ -30,7 +30,7 @@ import zlib
 import numpy as np
 
 from .calltree import CallTree, Metrics, make_metrics, make_tree, perturb
-from .limits import check_sizes
+from .size_limits import check_sizes
 from .names import MPI, ROOT_NAME, SOLVER, category, source_location
 
 MAGIC = b"HPCPROF-metricdb__00.10b"

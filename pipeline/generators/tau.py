@@ -17,7 +17,7 @@ import zlib
 import numpy as np
 
 from .calltree import CallTree, Metrics, inclusive_from_exclusive, make_metrics, make_tree, perturb
-from .limits import check_sizes
+from .size_limits import check_sizes
 from .names import MPI, category, signature, source_location
 
 TAU_ROOT = ".TAU application"

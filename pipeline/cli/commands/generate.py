@@ -9,9 +9,9 @@ from perflake.errors import UsageError
 
 
 def _check_sizes(args) -> None:
-    """Every size option in its range (perflake.generators.limits), one run not too big: a one-line UsageError
+    """Every size option in its range (perflake.generators.size_limits), one run not too big: a one-line UsageError
     naming the option otherwise, before anything is written."""
-    from perflake.generators.limits import SIZES, size_problem, values_problem
+    from perflake.generators.size_limits import SIZES, size_problem, values_problem
 
     whole("--runs", args.runs, low=1, high=SIZES["runs"][1])  # the API takes 0 runs; here it is a mistake
     for name in ("nodes", "ranks", "threads", "seed"):
