@@ -35,7 +35,7 @@ from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 SOURCES = ("pipeline", "readers", "catalogs", "sql")
-PROJECT_FILES = ("pyproject.toml", "README.md")
+PROJECT_FILES = ("pyproject.toml", "README.md", "LICENSE")
 READER_TESTS = ("test_tau_*.py", "test_caliper_*.py", "test_hpctoolkit_*.py", "test_cprofile.py", "test_gprof_dot.py",
                 "test_pyinstrument.py", "test_perfflowaspect.py", "test_hatchet_json_reader.py",
                 "test_hatchet_literal_json.py", "test_hatchet_reader_classes.py", "test_reader_contract.py",

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # source folder -> its path inside the wheel (pyproject [tool.setuptools] package-dir)
 LAYOUT = {"pipeline": "perflake", "readers": "perflake/readers", "catalogs": "perflake/catalogs",
           "sql": "perflake/sql"}
-PROJECT_FILES = ("pyproject.toml", "README.md")
-DIST_INFO = {"METADATA", "WHEEL", "entry_points.txt", "top_level.txt", "RECORD"}
+PROJECT_FILES = ("pyproject.toml", "README.md", "LICENSE")
+DIST_INFO = {"METADATA", "WHEEL", "entry_points.txt", "top_level.txt", "RECORD", "licenses/LICENSE"}
 BUILD_TIMEOUT_S = 600
 
 
@@ -114,7 +114,7 @@ def test_the_wheel_metadata(built):
         entry_points = zf.read(f"{dist_info}/entry_points.txt").decode()
         top_level = zf.read(f"{dist_info}/top_level.txt").decode()
     headers = meta.split("\n\n", 1)[0].splitlines()
-    assert "License-Expression: MIT" in headers
+    assert "License-Expression: MIT" in headers and "License-File: LICENSE" in headers
     assert not [h for h in headers if h.startswith("License:")], "the deprecated License field is back"
     assert f"Version: {perflake.__version__}" in headers
     assert {h.split(": ", 1)[1] for h in headers if h.startswith("Provides-Extra:")} >= {"s3", "test", "hdf"}
