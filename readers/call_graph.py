@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perflake.errors import ReaderError
+from perflake.readers.limits import MAX_CALL_DEPTH, MAX_EDGES, MAX_NODES  # noqa: F401  (MAX_EDGES: re-exported)
+
 # the most off-tree edges listed in the metadata (their count is always given): a metadata value stays small
 MAX_LISTED_EDGES = 10_000
 
@@ -42,6 +45,7 @@ class CallTree:
     off_tree: list[tuple[int, int]] = field(default_factory=list)  # (caller, callee) input indices
     n_edges: int = 0
     unreached_roots: int = 0  # roots chosen for parts of the graph no root reaches
+    depth: int = 0  # frames on the deepest path of the tree
 
 
 def _number(w) -> float:
@@ -52,6 +56,18 @@ def _weight(w) -> tuple[float, ...]:
     """An edge weight as a tuple compared in order (a number, or a tuple such as (time, calls): ties on time go
     to the edge with more calls)."""
     return tuple(_number(x) for x in w) if isinstance(w, tuple) else (_number(w),)
+
+
+def heavier(w, than) -> bool:
+    """Whether edge weight ``w`` beats ``than`` (as :func:`spanning_tree` compares the weights of a repeated pair)."""
+    return _weight(w) > _weight(than)
+
+
+def check_depth(tree: CallTree, path: str) -> None:
+    """A ReaderError naming ``path`` when the tree is deeper than MAX_CALL_DEPTH frames."""
+    if tree.depth > MAX_CALL_DEPTH:
+        raise ReaderError(path, f"a call path of {tree.depth} frames in the call tree (more than {MAX_CALL_DEPTH}, "
+                                "readers/limits.py: MAX_CALL_DEPTH)")
 
 
 def spanning_tree(n: int, edges: list[tuple[int, int, object]], inclusive: list[float]) -> CallTree:
@@ -99,16 +115,17 @@ def spanning_tree(n: int, edges: list[tuple[int, int, object]], inclusive: list[
     for v in range(n):
         if parent[v] >= 0:
             children[parent[v]].append(v)
-    order, parent_local, local = [], [], [0] * n
+    order, parent_local, local, depth = [], [], [0] * n, [0] * n
     stack = [v for v in reversed(range(n)) if parent[v] == -1]
     while stack:
         v = stack.pop()
         local[v] = len(order)
         order.append(v)
         parent_local.append(local[parent[v]] if parent[v] >= 0 else -1)
+        depth[v] = depth[parent[v]] + 1 if parent[v] >= 0 else 1
         stack.extend(reversed(children[v]))
     off = [(a, b) for (a, b), _ in sorted(best.items(), key=lambda kv: kv[1][1]) if parent[b] != a or a == b]
-    return CallTree(order, parent_local, off, len(best), unreached)
+    return CallTree(order, parent_local, off, len(best), unreached, max(depth, default=0))
 
 
 def metadata(tree: CallTree, labels: list[str]) -> dict:

@@ -34,8 +34,8 @@ import pyarrow as pa
 from perflake.errors import ReaderError
 from perflake.readers import call_graph
 from perflake.readers.base import INT64_MAX, check_frames, finite, shown
-from perflake.readers.pstats_marshal import MarshalError, head_key, loads
-from perflake.readers.single_file import SingleFileReader, file_bytes, file_head
+from perflake.readers.pstats_marshal import LimitError, MarshalError, head_key, load
+from perflake.readers.single_file import SingleFileReader, file_head
 from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 METRICS = [Metric("time", EXCLUSIVE, "s", "time (inc)"), Metric("time (inc)", INCLUSIVE, "s", "time"),
@@ -64,9 +64,15 @@ class Reader(SingleFileReader):
 
     def read(self, path: str) -> ProfileRows:
         path = os.fspath(path)
-        data = file_bytes(path)
         try:
-            stats = loads(data)
+            with open(path, "rb") as fh:
+                if not os.fstat(fh.fileno()).st_size:
+                    raise ReaderError(path, "an empty file")
+                stats = load(fh)
+        except OSError as exc:
+            raise ReaderError(path, exc.strerror or str(exc)) from None
+        except LimitError as exc:
+            raise ReaderError(path, str(exc)) from None
         except MarshalError as exc:
             raise ReaderError(path, f"not a pstats file: {exc}") from None
         if not isinstance(stats, dict):
@@ -115,6 +121,7 @@ def _rows(stats: dict, path: str, reader: Reader) -> ProfileRows:
     # ints of at most 120 bits (pstats_marshal.MAX_LONG_DIGITS) always fit a float
     cols[:measured] = np.array([(e[2], e[3], e[0], e[1]) for e in stats.values()], np.float64)
     tree = call_graph.spanning_tree(n, edges, cols[:, 1].tolist())
+    call_graph.check_depth(tree, path)
     frames = [_frame(funcs[i]) for i in tree.order]
     table = pa.table({
         "local_id": pa.array(np.arange(n, dtype=np.int32)),

@@ -40,8 +40,8 @@ import pyarrow as pa
 from perflake.errors import ReaderError
 from perflake.readers import call_graph
 from perflake.readers.base import check_frames, finite, line_number, shown
-from perflake.readers.dot_syntax import parse_dot
-from perflake.readers.single_file import SingleFileReader, file_head, file_text
+from perflake.readers.dot_syntax import read_dot
+from perflake.readers.single_file import SingleFileReader, file_head
 from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, OTHER, Metric, ProfileRows
 
 _HEAD = 1 << 16
@@ -113,25 +113,42 @@ class Reader(SingleFileReader):
 
     def read(self, path: str) -> ProfileRows:
         path = os.fspath(path)
-        graph = parse_dot(file_text(path), path)
+        edges = _Edges(path)
+        graph = read_dot(path, on_edge=edges.add, keep=("label", "tooltip"))
         if not graph.nodes:
             raise ReaderError(path, "the DOT graph has no nodes")
-        return _rows(graph, path, self)
+        return _rows(graph, edges, path, self)
 
 
-def _rows(graph, path: str, reader: Reader) -> ProfileRows:
-    ids = list(graph.nodes)
-    index = {nid: i for i, nid in enumerate(ids)}
-    edge_counts = False
-    edges = []
-    for src, dst, attrs in graph.edges:
+class _Edges:
+    """The call edges as the parser meets them, one per (caller, callee) pair: the first one's place in the file and
+    the greatest weight (what call_graph.spanning_tree keeps of a repeated pair), so a file repeating an edge costs
+    no memory; at most call_graph.MAX_EDGES pairs."""
+
+    def __init__(self, path: str):
+        self.path, self.best, self.counts = path, {}, False
+
+    def add(self, a: int, b: int, attrs: dict) -> None:
         try:
             _, times, counts = _split_label(attrs.get("label", ""), head=0)
         except ValueError:
             times, counts = {}, []
-        edge_counts = edge_counts or bool(counts)
+        self.counts = self.counts or bool(counts)
         weight = (times.get("incp", times.get("inc", 0.0)), counts[0] if counts else 0.0)
-        edges.append((index[src], index[dst], weight))
+        old = self.best.get((a, b))
+        if old is None:
+            if len(self.best) >= call_graph.MAX_EDGES:
+                raise ReaderError(self.path, f"more than {call_graph.MAX_EDGES} call edges "
+                                             "(readers/limits.py: 4 x MAX_NODES)")
+            self.best[(a, b)] = weight
+        elif call_graph.heavier(weight, old):
+            self.best[(a, b)] = weight
+
+
+def _rows(graph, found: _Edges, path: str, reader: Reader) -> ProfileRows:
+    ids = list(graph.nodes)
+    edge_counts = found.counts
+    edges = [(a, b, w) for (a, b), w in found.best.items()]
     names, modules, files, lines, values = [], [], [], [], []
     for nid in ids:
         attrs = graph.nodes[nid]
@@ -155,6 +172,7 @@ def _rows(graph, path: str, reader: Reader) -> ProfileRows:
         values.append(times or None)  # a label without values (or none): no row, as in Hatchet
     metrics, columns = _metrics(values)
     tree = call_graph.spanning_tree(len(ids), edges, columns.get("time (inc)", [np.nan] * len(ids)))
+    call_graph.check_depth(tree, path)
     order = tree.order
     frames = pa.table({
         "local_id": pa.array(np.arange(len(order), dtype=np.int32)),

@@ -23,3 +23,7 @@ MAX_CALL_DEPTH = 4096
 
 # The most call-tree nodes one run may have (before merging identical paths).
 MAX_NODES = 5_000_000
+
+# The most distinct call edges (caller -> callee pairs) of a call graph (gprof DOT, pstats): a real call graph
+# has a few edges per function, so MAX_NODES functions need about as many edges.
+MAX_EDGES = 4 * MAX_NODES

@@ -16,7 +16,8 @@ What this reader does (Hatchet's result for the same file, node by node; deviati
   ``await_time`` is not read (Hatchet neither); the top-level fields become run metadata;
 * *``root_frame: null`` (no samples) is a ReaderError saying so (Hatchet fails with a TypeError);
 * *frames nested deeper than Python's JSON parser allows are read (pyinstrument writes such files for deep
-  recursion; Hatchet fails with a RecursionError).
+  recursion; Hatchet fails with a RecursionError), up to MAX_CALL_DEPTH frames; at most MAX_NODES frames
+  (readers/limits.py).  The file is read whole (JSON), but a file that cannot be JSON is refused at its start.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import pyarrow as pa
 
 from perflake.errors import ReaderError
 from perflake.readers.base import INT64_MAX, check_frames, check_text, finite, shown
+from perflake.readers.limits import MAX_CALL_DEPTH, MAX_NODES
 from perflake.readers.single_file import SingleFileReader, file_head, file_text
 from perflake.vocabulary import EXCLUSIVE, FRAME_SCHEMA, INCLUSIVE, Metric, ProfileRows
 
@@ -75,9 +77,13 @@ def _number(v) -> bool:
 def _tree(root, path: str) -> tuple[pa.Table, pa.Table]:
     """Frames (pre-order) and values of the frame tree at ``root``."""
     names, files, lines, parents, inc, exc = [], [], [], [], [], []
-    stack = [(root, -1)]
+    stack = [(root, -1, 1)]
     while stack:
-        frame, parent = stack.pop()
+        frame, parent, depth = stack.pop()
+        if depth > MAX_CALL_DEPTH or len(names) >= MAX_NODES:
+            raise ReaderError(path, f"a frame {depth} deep (more than {MAX_CALL_DEPTH}, readers/limits.py: "
+                                    "MAX_CALL_DEPTH)" if depth > MAX_CALL_DEPTH else
+                              f"more than {MAX_NODES} frames (readers/limits.py: MAX_NODES)")
         if not isinstance(frame, dict) or not isinstance(frame.get("function"), str) or not _number(frame.get("time")):
             raise ReaderError(path, f"a frame {shown(frame)} has no 'function' text and 'time' number")
         children = frame.get("children") or []
@@ -97,7 +103,7 @@ def _tree(root, path: str) -> tuple[pa.Table, pa.Table]:
             self_time -= float(child["time"])
         inc.append(float(frame["time"]))
         exc.append(self_time)
-        stack.extend((c, me) for c in reversed(children))
+        stack.extend((c, me, depth + 1) for c in reversed(children))
     # text that is not text (a lone surrogate), checked in what is kept: the document may nest deeper than
     # json.dumps (which check_text uses) goes
     check_text(path, [names, files])
@@ -117,6 +123,9 @@ def _tree(root, path: str) -> tuple[pa.Table, pa.Table]:
 
 
 def _load(path: str):
+    head = (file_head(path, 4096) or b"").lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head and head[:1] not in b'{["-0123456789tfnNI':  # not JSON (2 GB of NULs): refused before reading it
+        raise ReaderError(path, f"not JSON: it starts with {shown(head[:20])}")
     text = file_text(path)
     if not text.strip():
         raise ReaderError(path, "an empty file")
@@ -128,8 +137,17 @@ def _load(path: str):
         raise ReaderError(path, f"not JSON: {str(exc)[:120]}") from None
     try:
         return loads_deep(text)
+    except LimitError as exc:
+        raise ReaderError(path, str(exc)) from None
     except ValueError as exc:
         raise ReaderError(path, f"not JSON: {str(exc)[:120]}") from None
+
+
+class LimitError(ValueError):
+    """A document beyond a limit of readers/limits.py."""
+
+
+_MAX_NESTING = 2 * MAX_CALL_DEPTH + 8  # a frame nests 2 deep (its object, its "children" list) below the top
 
 
 _JSON_TOKEN = re.compile(r'\s*(?:("(?:[^"\\\x00-\x1f]|\\.)*")|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)'
@@ -176,6 +194,9 @@ def loads_deep(text: str):
             want = ":"
             continue
         elif want in ("v", "v]") and token in "[{":
+            if len(stack) > _MAX_NESTING:
+                raise LimitError(f"JSON nested more than {_MAX_NESTING} deep: frames deeper than {MAX_CALL_DEPTH} "
+                                 "(readers/limits.py: MAX_CALL_DEPTH)")
             stack.append([[] if token == "[" else {}, None])
             want = "v]" if token == "[" else "k}"
             continue

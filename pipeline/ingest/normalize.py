@@ -21,8 +21,12 @@ from perflake.errors import ReaderError
 from perflake.identity import call_path_ids, frame_keys
 from perflake.ingest.rekey import rekey
 from perflake.readers.base import EXCLUSIVE, INCLUSIVE, Metric, ProfileRows
+from perflake.readers.limits import MAX_CALL_DEPTH
 
-MAX_DEPTH = 2048  # deeper nodes are an error: the ancestor closure (sql/closure.sql) is quadratic in depth
+# Depths count from 0 at a root: a path of MAX_CALL_DEPTH frames (readers/limits.py, what every reader accepts)
+# ends at depth MAX_CALL_DEPTH - 1.  Deeper is an error; the ancestor closure (sql/closure.sql) is quadratic in
+# depth, which the limit bounds.
+MAX_DEPTH = MAX_CALL_DEPTH - 1
 # the columns beside the metrics in the tables of the sql/ statements here: a metric's column inside them is kept
 # distinct from these and from every other metric's under DuckDB's case-insensitive names (metric_columns.internal)
 INTERNAL_KEYS = ("run_id", "local_id", "node_id", "parent_id", "rank", "thread")
