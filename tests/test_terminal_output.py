@@ -309,3 +309,17 @@ def test_wide_characters_take_two_columns():
     # 19 and 20 columns: a name cut in the middle, other text at its end; no wide character split
     assert lines[1] == "関数関数…数関数関数  関数関数関数関数関…"
     assert [display_width(line) for line in lines] == [19 + 2 + len("label"), 19 + 2 + 19]
+
+
+def test_ingest_problem_lines_escape_file_names(tmp_path):
+    """A file name is the user's input too: ingest's per-file lines escape it (the summary and --json keep
+    the name exact)."""
+    src = tmp_path / "in"
+    src.mkdir()
+    name = "bad\x1b[2J\u202ename.cali"
+    (src / name).write_bytes(b"")  # empty: not a run, reported by name
+    proc = cli("ingest", src, "--lake", tmp_path / "lake")
+    assert not RAW.search(proc.stderr), proc.stderr
+    assert "bad\\x1b[2J\\u202ename.cali" in proc.stderr
+    js = cli("ingest", src, "--lake", tmp_path / "lake", "--json")
+    assert name in js.stdout or json.dumps(name)[1:-1] in js.stdout  # exact in the machine format

@@ -4,10 +4,10 @@ _common): the call of perflake.analytics.changes with the options checked and a 
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 from perflake.cli.commands._checks import number, whole
+from perflake.cli.commands._common import say
 
 
 def changes_of(args):
@@ -26,5 +26,5 @@ def changes_of(args):
                          min_size=args.min_size, penalty=args.penalty, min_share=args.min_share,
                          unknown_keys="error")
     for w in caught:
-        print(f"perflake: warning: {w.message}", file=sys.stderr)
+        say(f"warning: {w.message}")
     return result

@@ -13,6 +13,7 @@ from pathlib import Path
 from perflake.cli.commands._checks import number, output_file, written
 from perflake.cli.commands._common import EXIT_OK, load_graphframe, location, run_args
 from perflake.errors import RenderError
+from perflake.render.safe_text import escape
 
 MIN_WIDTH, MAX_WIDTH = 100, 100_000  # pixels: narrower draws nothing legible, wider no viewer opens
 
@@ -38,7 +39,7 @@ def cmd_flamegraph(args) -> int:
     except OSError as exc:
         raise written(out, exc) from None
     kind = "lines" if folded else "frames"
-    print(f"wrote {out} ({n} {kind})")
+    print(escape(f"wrote {out} ({n} {kind})"))
     if folded:
         from perflake.render.folded import lost_to_rounding
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from perflake.cli.commands._checks import output_dir, whole
 from perflake.cli.commands._common import EXIT_OK
 from perflake.errors import UsageError
+from perflake.render.safe_text import escape
 
 
 def _check_sizes(args) -> None:
@@ -47,7 +48,7 @@ def cmd_generate(args) -> int:
         paths = writer(args.out, nodes=args.nodes, ranks=args.ranks, runs=args.runs, seed=args.seed, **extra)
     except OSError as exc:  # a full disk, a file where a run directory goes
         raise UsageError(f"{exc.filename or args.out}: cannot write: {exc.strerror or exc}") from None
-    print(f"wrote {len(paths)} {kind} runs ({args.nodes} nodes x {args.ranks} ranks) under {args.out}")
+    print(escape(f"wrote {len(paths)} {kind} runs ({args.nodes} nodes x {args.ranks} ranks) under {args.out}"))
     return EXIT_OK
 
 

@@ -9,7 +9,7 @@ import re
 import sys
 import threading
 
-from perflake.cli.commands._common import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, open_lake
+from perflake.cli.commands._common import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, open_lake, say
 from perflake.errors import PerflakeError
 
 INGEST_EPILOG = """\
@@ -59,7 +59,7 @@ def cmd_ingest(args) -> int:
         report = getattr(exc, "report", None)
         if report is not None:  # it stopped part-way: what it did, then why it stopped
             _print_problems(report, leave_out={o.source for o in report.outcomes if o.writing})
-        print(f"perflake: {message}", file=sys.stderr)
+        say(message)
         if args.json:
             print(json.dumps({**(report or IngestReport()).as_dict(lake=args.lake, exit_code=EXIT_ERROR),
                               "error": message}))
@@ -68,7 +68,7 @@ def cmd_ingest(args) -> int:
         return EXIT_ERROR
     _print_problems(report)
     for note in report.notes:
-        print(f"perflake: note: {note}", file=sys.stderr)
+        say(f"note: {note}")
     code = EXIT_OK if report.ok else EXIT_PARTIAL
     if args.json:
         print(json.dumps(report.as_dict(lake=args.lake, exit_code=code)))
@@ -80,7 +80,7 @@ def cmd_ingest(args) -> int:
 def _print_problems(report, *, leave_out=()) -> None:
     """The first problems one per line, the rest counted by kind (report.problem_lines)."""
     for line in report.problem_lines(leave_out=leave_out):
-        print(f"perflake: {line}", file=sys.stderr)
+        say(line)
 
 
 _PANIC = re.compile(r"^thread '.*' (?:\(\d+\) )?panicked at ")

@@ -3,10 +3,8 @@ path (perflake.analytics.models), as a table, CSV or JSON, and optionally a plot
 
 from __future__ import annotations
 
-import sys
-
 from perflake.cli.commands._checks import output_file, whole
-from perflake.cli.commands._common import EXIT_OK, open_lake, paths_column, print_frame
+from perflake.cli.commands._common import EXIT_OK, open_lake, paths_column, print_frame, say
 
 SHOWN = ["name", "path", "model", "smape", "ar2", "points"]
 
@@ -26,7 +24,7 @@ def cmd_model(args) -> int:
     models = scaling_models(lake, args.by, args.metric, where=args.where, stat=args.stat, predict=args.predict,
                             negative=args.negative, min_points=args.min_points, unknown_keys="error")
     if not args.metric:
-        print(f"perflake: metric {models.metric} (the selected runs' default; --metric to choose)", file=sys.stderr)
+        say(f"metric {models.metric} (the selected runs' default; --metric to choose)")
     table = ranked(models, args.top or None)
     columns = SHOWN + (["predicted"] if models.at is not None else [])
     if args.format != "table":
@@ -36,7 +34,7 @@ def cmd_model(args) -> int:
         from perflake.plots import plot_models
 
         path = plot_models(models, top=args.plot_top, logx=not args.linear, logy=args.logy).save(args.output)
-        print(f"wrote {path}", file=sys.stderr)
+        say(f"wrote {path}")
     return EXIT_OK
 
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from perflake.cli.commands._checks import output_file, scheduler, whole
 from perflake.cli.commands._common import EXIT_OK, changes_arguments, open_lake
+from perflake.render.safe_text import escape
 
 
 def _write(plot, args) -> int:
     path = plot.save(args.output, dpi=args.dpi)
-    print(f"wrote {path}")
+    print(escape(f"wrote {path}"))
     return EXIT_OK
 
 

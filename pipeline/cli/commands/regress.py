@@ -7,8 +7,9 @@ more than --threshold with an adjusted p below --alpha; 2 could not run (bad arg
 
 from __future__ import annotations
 
-import sys
 import warnings
+
+from perflake.cli.commands._common import say
 
 EXIT_OK, EXIT_REGRESSION = 0, 1
 EPILOG = """\
@@ -27,7 +28,7 @@ exit codes:
 
 def _warnings(caught) -> None:
     for w in caught:
-        print(f"perflake: warning: {w.message}", file=sys.stderr)
+        say(f"warning: {w.message}")
 
 
 def _table(result, top: int):
