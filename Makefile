@@ -15,8 +15,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) docs/demo.py
 
+# -n: the test files spread over the cores (pytest-xdist; at most 4 workers: each may hold a lake, a DuckDB and
+# a moto server), one file's tests on one worker (--dist loadfile: module fixtures are built once)
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
 # ruff (Python: pyproject [tool.ruff]) and sqlfluff (sql/: .sqlfluff); .ci/run runs this before the tests
 lint: $(STAMP)
