@@ -30,8 +30,8 @@ import zlib
 import numpy as np
 
 from .calltree import CallTree, Metrics, make_metrics, make_tree, perturb
-from .size_limits import check_sizes
 from .names import MPI, ROOT_NAME, SOLVER, category, source_location
+from .size_limits import check_sizes
 
 MAGIC = b"HPCPROF-metricdb__00.10b"
 HEADER_SZ = len(MAGIC)  # what db-header-sz says; the two u32 counts follow it

@@ -41,8 +41,8 @@ import numpy as np
 
 from . import hpctoolkit_v4_bytes as enc
 from .calltree import CallTree, make_metrics, make_tree, perturb
-from .size_limits import check_sizes
 from .names import MPI, ROOT_NAME, SOLVER, STD, category, source_location
+from .size_limits import check_sizes
 
 LAYOUTS = ("4.0", "2022-pre")
 COPIED = (None, "src", "outdir")

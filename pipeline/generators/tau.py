@@ -17,8 +17,8 @@ import zlib
 import numpy as np
 
 from .calltree import CallTree, Metrics, inclusive_from_exclusive, make_metrics, make_tree, perturb
-from .size_limits import check_sizes
 from .names import MPI, category, signature, source_location
+from .size_limits import check_sizes
 
 TAU_ROOT = ".TAU application"
 SEP = " => "
