@@ -105,7 +105,7 @@ def test_lulesh_roles_and_derived_inclusive(shared_data):
 def test_run_metadata_is_typed(shared_data):
     meta = Reader().read(str(shared_data("caliper-ordered-cali") / CASES[2][2])).metadata
     assert meta["jobsize"] == 1 and isinstance(meta["jobsize"], int)  # adiak unsigned int
-    assert meta["launchdate"] == 1685052650 and isinstance(meta["launchdate"], int)  # epoch seconds (date)
+    assert meta["launchdate"] == 1685052650 and isinstance(meta["launchdate"], int)  # not a timing: epoch date
     assert meta["cmdline"] == ["./lulesh2.0", "-i", "10", "-P", "spot"]  # set of string, \, unescaped
     assert isinstance(meta["libraries"], list) and meta["libraries"][0] == "linux-vdso.so.1"
     assert meta["problem_size"] == 30 and meta["figure_of_merit"] == pytest.approx(219.515085)

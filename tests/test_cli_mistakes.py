@@ -197,7 +197,7 @@ def test_the_api_leaves_them_out_too(lake):
     assert issubclass(caught[0].category, MetadataKeyWarning)
     runs = lake.runs().set_index("run_id")
     assert len(result.runs) == TAU_RUNS and set(runs.loc[result.runs["run_id"], "format"]) == {"tau"}
-    assert result.runs["launch_time"].is_monotonic_increasing and result.values.shape[1] == TAU_RUNS
+    assert result.runs["launch_time"].is_monotonic_increasing and result.values.shape[1] == TAU_RUNS  # not a timing
 
 
 # -- meta: keys that no run has ----------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ def test_two_runs(tau_lake):
     check_against_pandas(got, run_means(tau_lake), [ids[0]], [ids[1]])
     assert {"both", "only a", "only b"} <= set(got["status"])  # union semantics: one-sided paths kept
     both = got[got["status"] == "both"]
-    assert both["diff"].is_monotonic_decreasing  # biggest regressions first...
+    assert both["diff"].is_monotonic_decreasing  # not a timing: biggest regressions first...
     assert (got["status"].iloc[len(both):] != "both").all()  # ...one-sided paths last
     assert got.loc[got["status"] == "only b", "a"].isna().all()
 

@@ -310,8 +310,8 @@ def test_folded_scale_and_the_cli_warning_for_values_in_seconds(tmp_path, capsys
     seconds.dataframe = tau.dataframe.assign(time=tau.dataframe["time"] / 1e6)
     from perflake.render.folded import lost_to_rounding
 
-    assert lost_to_rounding(tau) == 0.0 and lost_to_rounding(seconds) == 1.0
-    assert lost_to_rounding(seconds, scale=1e6) == 0.0
+    assert lost_to_rounding(tau) == 0.0 and lost_to_rounding(seconds) == 1.0  # not a timing
+    assert lost_to_rounding(seconds, scale=1e6) == 0.0  # not a timing
 
 
 def test_a_parent_whose_children_are_all_zero_lays_out_without_warnings():

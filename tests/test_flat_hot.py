@@ -33,7 +33,7 @@ def test_flat_profile_by_hand_on_hatchets_mock_graph():
     assert (flat.loc["waldo", "time"], flat.loc["waldo", "time (inc)"]) == (10.0, 85.0)
     # sorted by "time" (the exclusive partner of the default "time (inc)"), descending; ties by name
     assert list(flat.index[:4]) == ["garply", "grault", "baz", "bar"]
-    assert flat["time"].is_monotonic_decreasing
+    assert flat["time"].is_monotonic_decreasing  # not a timing
 
 
 def test_flat_profile_equals_an_independent_pandas_groupby():

@@ -180,7 +180,7 @@ def test_tiny_database_hand_computed(tmp_path, variant, footer):
     assert set(rows.values.column("thread").to_pylist()) == {0, -1}
     m = {x.name: x for x in rows.metrics}
     assert set(m) == {"time", "time (inc)", "sum(time)", "sum(time (inc))"}
-    assert (m["time"].role, m["time"].pair, m["time"].unit) == ("exclusive", "time (inc)", "seconds")
+    assert (m["time"].role, m["time"].pair, m["time"].unit) == ("exclusive", "time (inc)", "seconds")  # not a timing
     assert (m["time (inc)"].role, m["sum(time)"].role) == ("inclusive", "other")
     md = rows.metadata
     assert md["hpctoolkit.folded_contexts"] == 4  # points 7, 8, 9 and 11 have values but no element

@@ -219,11 +219,11 @@ def test_threads_sum_to_the_summary(run):
 def test_metrics_and_frames(run):
     rows, _, _ = run
     roles = {m.name: (m.role, m.unit, m.pair) for m in rows.metrics}
-    assert roles["time"] == ("exclusive", "seconds", "time (inc)")
-    assert roles["time (inc)"] == ("inclusive", "seconds", "time")
-    assert roles["time (point)"] == roles["time (lex_aware)"] == ("other", "seconds", None)
-    assert roles["gker (inc)"] == ("inclusive", "seconds", "gker") and roles["gxcopy:count"][1] is None
-    assert roles["sum(time (inc))"] == ("other", "seconds", None)
+    assert roles["time"] == ("exclusive", "seconds", "time (inc)")  # not a timing
+    assert roles["time (inc)"] == ("inclusive", "seconds", "time")  # not a timing
+    assert roles["time (point)"] == roles["time (lex_aware)"] == ("other", "seconds", None)  # not a timing
+    assert roles["gker (inc)"] == ("inclusive", "seconds", "gker") and roles["gxcopy:count"][1] is None  # not a timing
+    assert roles["sum(time (inc))"] == ("other", "seconds", None)  # not a timing
     exclusive = {m.name for m in rows.metrics if m.role == "exclusive"}
     assert exclusive == {"time", "gpuop", "gxcopy", "gker", "gxcopy:count"}
     f = rows.frames.to_pandas()

@@ -81,7 +81,7 @@ def check(got: pd.DataFrame, want: pd.DataFrame) -> None:
 def test_matches_pandas(tau_lake):
     got = imbalance(tau_lake)
     check(got, expected(tau_lake))
-    assert got["imbalance"].is_monotonic_decreasing  # most imbalanced first
+    assert got["imbalance"].is_monotonic_decreasing  # not a timing: most imbalanced first
     assert got["path"].map(len).min() >= 1 and (got["name"] == got["path"].map(lambda p: p[-1])).all()
 
 

@@ -225,7 +225,7 @@ def expected_flat(golden) -> pd.DataFrame:
 def test_flat_profile(shared_data, golden):
     gf = read_hpctoolkit(shared_data(HPCTOOLKIT))
     flat = gf.flat_profile(metrics=["time", "time (inc)"])
-    assert flat["time"].is_monotonic_decreasing  # sorted by time, descending, as the guide sorts
+    assert flat["time"].is_monotonic_decreasing  # not a timing: sorted by time, descending, as the guide sorts
     # by hand from the golden's per-rank values: <unknown file>:0 sits at three call paths (one is B.1's), each
     # reduced with the mean over the 4 ranks, then summed; interp.c:0 keeps its one path under __GI_sched_yield
     unknown = sum(v / 4 for v in (0, 0, 0, 0, 663611, 664498, 712503, 765482, 257678, 280921, 227842, 209850,

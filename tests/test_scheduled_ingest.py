@@ -231,7 +231,7 @@ def test_min_age_leaves_runs_being_written_for_later(runs, tmp_path):
     assert s["counts"]["ingested"] == 1 and s["counts"]["settling"] == 0
     assert s["ingested_files"][0]["path"] == str(growing)
     bad = cli("ingest", tmp_path / "gen", "--lake", lake, "--min-age", "-5")
-    assert bad.returncode == 2 and "expected a number of seconds >= 0" in bad.stderr
+    assert bad.returncode == 2 and "expected a number of seconds >= 0" in bad.stderr  # not a timing
 
 
 def test_cli_could_not_run_exits_2(runs, tmp_path):
