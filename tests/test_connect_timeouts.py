@@ -99,20 +99,12 @@ def s3_env(monkeypatch, tmp_path):
     """botocore pointed at nothing but the test's endpoint, with test credentials."""
     if importlib.util.find_spec("s3fs") is None:
         pytest.skip("s3fs not installed (pip install -e '.[s3]')")
+    from test_lake_s3 import isolate_aws_env
+
+    isolate_aws_env(monkeypatch, tmp_path)
+    yield monkeypatch
     import s3fs
 
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "PERFLAKE_LAKE"):
-        monkeypatch.delenv(name, raising=False)
-    for name in [n for n in os.environ if n.startswith("FSSPEC_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "perflake-test")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "perflake-test-secret")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    s3fs.S3FileSystem.clear_instance_cache()
-    yield monkeypatch
     s3fs.S3FileSystem.clear_instance_cache()
 
 

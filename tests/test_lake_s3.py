@@ -115,9 +115,9 @@ def s3(s3_server, monkeypatch, tmp_path):
     yield from bucket_on(s3_server, monkeypatch, tmp_path)
 
 
-def bucket_on(endpoint: str, monkeypatch, tmp_path):
-    """(A generator for fixtures) a new bucket on ``endpoint``, with this process's environment pointing botocore
-    at it with test credentials and at nothing else."""
+def isolate_aws_env(monkeypatch, tmp_path) -> None:
+    """This process's environment (and so its subprocesses') gives botocore test credentials and nothing else: no
+    profile, no credentials or config file, no instance metadata; s3fs's cached filesystems are dropped."""
     import s3fs
 
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "PERFLAKE_LAKE"):
@@ -127,12 +127,20 @@ def bucket_on(endpoint: str, monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "perflake-test")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "perflake-test-secret")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     s3fs.S3FileSystem.clear_instance_cache()
+
+
+def bucket_on(endpoint: str, monkeypatch, tmp_path):
+    """(A generator for fixtures) a new bucket on ``endpoint``, with this process's environment pointing botocore
+    at it with test credentials and at nothing else."""
+    isolate_aws_env(monkeypatch, tmp_path)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
     yield Bucket(endpoint, f"perflake-{uuid.uuid4().hex[:12]}")
+    import s3fs
+
     s3fs.S3FileSystem.clear_instance_cache()
 
 
